@@ -1,0 +1,407 @@
+"""Abstract syntax of C-RASP programs.
+
+One set of node classes serves two levels:
+
+* the **surface** AST, produced by :mod:`rasp.parser` and printed by :mod:`rasp.printer`; it keeps
+  families (``P[x]``), quantifiers (``any``/``all``/``sum``), ``exists``, negation and imported names;
+* the **core** program (:class:`CoreProgram`, produced by :mod:`rasp.expand`), which uses only
+  ``Tok, BoolConst, IntConst, Ref, Not, And, Or, Compare, Count, Cond, Add, Sub, Scale, Min, Max,
+  PosPred`` with every symbol literal and every guard a relation (:class:`Rel`).
+
+Nodes are frozen dataclasses; ``span`` (where the node came from) is excluded from equality, so
+``parse(str(p)) == p`` compares structure only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from .errors import Span
+
+_SPAN = dict(default=None, compare=False, repr=False)
+
+
+# ----------------------------------------------------------------------------- positions
+@dataclass(frozen=True)
+class PVar:
+    """``i`` (the current position) or ``j`` (the counted position)."""
+
+    name: str
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PInt:
+    value: int
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PBool:
+    value: bool
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PBin:
+    """Integer arithmetic on positions: ``+ - * / %`` (``/`` is floor division)."""
+
+    op: str
+    left: "PosExpr"
+    right: "PosExpr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PNeg:
+    operand: "PosExpr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PCmp:
+    op: str
+    left: "PosExpr"
+    right: "PosExpr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PAnd:
+    left: "PosExpr"
+    right: "PosExpr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class POr:
+    left: "PosExpr"
+    right: "PosExpr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PNot:
+    operand: "PosExpr"
+    span: Span | None = field(**_SPAN)
+
+
+PosExpr = Union[PVar, PInt, PBool, PBin, PNeg, PCmp, PAnd, POr, PNot]
+
+
+@dataclass(frozen=True)
+class Rel:
+    """A guard or positional predicate written as a relation over ``i`` (and ``j``)."""
+
+    expr: PosExpr
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class GuardName:
+    """An imported binary predicate used as a guard: ``#[pred] P``."""
+
+    name: str
+    span: Span | None = field(**_SPAN)
+
+
+Guard = Union[Rel, GuardName]
+
+
+# ----------------------------------------------------------------------------- symbols
+@dataclass(frozen=True)
+class SymLit:
+    """A symbol of the alphabet, written ``"a"`` (or bare inside declarations)."""
+
+    value: str
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class SymVar:
+    """A family or quantifier variable ranging over the data alphabet."""
+
+    name: str
+    span: Span | None = field(**_SPAN)
+
+
+SymRef = Union[SymLit, SymVar]
+
+
+# ----------------------------------------------------------------------------- expressions
+@dataclass(frozen=True)
+class Tok:
+    """Q_a: the token at i is ``symbol``."""
+
+    symbol: SymRef
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class BoolConst:
+    value: bool
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class IntConst:
+    value: int
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to a definition, with symbol indices for families."""
+
+    name: str
+    indices: tuple[SymRef, ...] = ()
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class And:
+    left: "Expr"
+    right: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Or:
+    left: "Expr"
+    right: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``left op right`` with op in ``== != < > <= >=``."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Count:
+    """``#[guard] body``: number of j <= i with guard(i, j) and body(j)."""
+
+    guard: Guard | None
+    body: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Exists:
+    """``exists[guard] body`` (surface only): ``#[guard] body >= 1``."""
+
+    guard: Guard | None
+    body: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Cond:
+    """``then if test else other``."""
+
+    test: "Expr"
+    then: "Expr"
+    other: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Add:
+    left: "Expr"
+    right: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Sub:
+    left: "Expr"
+    right: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """``k * operand`` for an integer literal k."""
+
+    k: int
+    operand: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Neg:
+    """``-operand`` (surface only; core uses ``Scale(-1, operand)``)."""
+
+    operand: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Min:
+    left: "Expr"
+    right: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Max:
+    left: "Expr"
+    right: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PosPred:
+    """``pos[rel]``: a unary positional predicate of i."""
+
+    rel: Rel
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PosName:
+    """An imported unary positional predicate used as a bool (surface only): ``pos_even``."""
+
+    name: str
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Quant:
+    """``any(x, P)``, ``all(x, P)``, ``sum(x, C)`` over the data alphabet (surface only)."""
+
+    op: str
+    var: str
+    body: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
+Expr = Union[
+    Tok, BoolConst, IntConst, Ref, Not, And, Or, Compare, Count, Exists, Cond, Add, Sub, Scale,
+    Neg, Min, Max, PosPred, PosName, Quant,
+]
+
+# ----------------------------------------------------------------------------- statements
+@dataclass(frozen=True)
+class AlphabetDecl:
+    symbols: tuple[str, ...]
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class SpecialDecl:
+    symbols: tuple[str, ...]
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Import:
+    name: str
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """``name[params] = expr``; params are variables (a family) or literals (one instance)."""
+
+    name: str
+    params: tuple[SymRef, ...]
+    expr: Expr
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class OutputDecl:
+    """``output accept|generate|predict NAME``."""
+
+    kind: str
+    name: str
+    span: Span | None = field(**_SPAN)
+
+
+Statement = Union[AlphabetDecl, SpecialDecl, Import, Definition, OutputDecl]
+
+
+@dataclass(frozen=True)
+class Module:
+    statements: tuple[Statement, ...]
+    span: Span | None = field(**_SPAN)
+
+
+# ----------------------------------------------------------------------------- core program
+BOOL = "bool"
+COUNT = "count"
+
+
+@dataclass(frozen=True)
+class CoreDef:
+    name: str
+    expr: Expr
+    type: str
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Output:
+    """What the program outputs: ``accept`` a bool definition, or ``generate``/``predict`` from
+    one bool definition per data symbol (``names[k]`` belongs to ``alphabet[k]``)."""
+
+    kind: str
+    names: tuple[str, ...]
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class CoreProgram:
+    """Definitions in dependency order; every expression uses core nodes only."""
+
+    defs: tuple[CoreDef, ...]
+    alphabet: tuple[str, ...]
+    special: tuple[str, ...]
+    output: Output
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """All token symbols an input may contain: the data alphabet, then the specials."""
+        return self.alphabet + tuple(s for s in self.special if s not in self.alphabet)
+
+    def definition(self, name: str) -> CoreDef:
+        for d in self.defs:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+
+def children(node: object) -> tuple:
+    """The sub-expressions of an expression node (not guards), in source order."""
+    if isinstance(node, (Not, Neg)):
+        return (node.operand,)
+    if isinstance(node, Scale):
+        return (node.operand,)
+    if isinstance(node, (And, Or, Compare, Add, Sub, Min, Max)):
+        return (node.left, node.right)
+    if isinstance(node, (Count, Exists)):
+        return (node.body,)
+    if isinstance(node, Cond):
+        return (node.test, node.then, node.other)
+    if isinstance(node, Quant):
+        return (node.body,)
+    return ()
+
+
+def walk(node: object):
+    """Pre-order traversal of an expression."""
+    yield node
+    for c in children(node):
+        yield from walk(c)

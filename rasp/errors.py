@@ -1,0 +1,89 @@
+"""User-facing errors: a message located in the source, rendered with a caret and a hint.
+
+Every mistake a user can make (syntax, unknown name, type mismatch, token outside the alphabet,
+empty input) is a :class:`RaspError`. The CLI prints :meth:`RaspError.render` and exits 2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    """A source range; lines and columns are 1-based, ``end_column`` exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def __repr__(self) -> str:  # keeps AST reprs short
+        return f"Span({self.line}:{self.column})"
+
+
+class RaspError(Exception):
+    """A user error with a location. ``source`` and ``filename`` are filled in by whoever knows them."""
+
+    def __init__(
+        self,
+        message: str,
+        span: Span | None = None,
+        hint: str | None = None,
+        *,
+        source: str | None = None,
+        filename: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.hint = hint
+        self.source = source
+        self.filename = filename
+
+    def located(self, source: str | None, filename: str | None) -> "RaspError":
+        """Attach the text and file name the span refers to (keeps any already set)."""
+        if self.source is None:
+            self.source = source
+        if self.filename is None:
+            self.filename = filename
+        return self
+
+    @property
+    def line(self) -> int | None:
+        return self.span.line if self.span else None
+
+    @property
+    def column(self) -> int | None:
+        return self.span.column if self.span else None
+
+    def render(self) -> str:
+        name = self.filename or "<input>"
+        if self.span is None:
+            out = [f"{name}: error: {self.message}"]
+        else:
+            out = [f"{name}:{self.span.line}:{self.span.column}: error: {self.message}"]
+            lines = (self.source or "").splitlines()
+            if 1 <= self.span.line <= len(lines):
+                text = lines[self.span.line - 1]
+                out.append(f"  {text}")
+                start = max(self.span.column - 1, 0)
+                if self.span.end_line == self.span.line:
+                    width = max(self.span.end_column - self.span.column, 1)
+                else:
+                    width = max(len(text) - start, 1)
+                out.append("  " + " " * start + "^" * width)
+        if self.hint:
+            out.append(f"hint: {self.hint}")
+        return "\n".join(out)
+
+    def to_json(self) -> dict:
+        return {
+            "error": self.message,
+            "file": self.filename,
+            "line": self.line,
+            "col": self.column,
+            "hint": self.hint,
+        }
+
+    def __str__(self) -> str:
+        return self.render()

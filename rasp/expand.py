@@ -1,0 +1,168 @@
+"""Surface AST + alphabet -> core program.
+
+Expansion is mechanical and preserves meaning exactly:
+
+* a family ``P[x, y] = e`` becomes one definition ``P[a,b]`` per tuple of data symbols, with the
+  variables replaced by the symbols;
+* ``any(x, e)`` / ``all(x, e)`` / ``sum(x, e)`` become ``||`` / ``&&`` / ``+`` chains over the
+  data alphabet, in alphabet order;
+* ``exists[g] P`` becomes ``#[g] P >= 1``; ``-C`` becomes ``-1 * C``;
+* imported predicates become their relations (:mod:`rasp.builtins`).
+
+Every core node keeps the span of the surface node it came from.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+
+from . import ast as A
+from . import builtins
+from .errors import RaspError
+from .typecheck import Checked
+
+STANDARD_SYMBOLS = tuple("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def instance_key(name: str, symbols: tuple[str, ...]) -> str:
+    """The core name of a family instance: ``P[a,b]``; plain definitions keep their name."""
+    return f"{name}[{','.join(symbols)}]" if symbols else name
+
+
+def parse_alphabet_option(text: str) -> tuple[str, ...]:
+    """``--alphabet`` values: ``a,b,c`` or ``a b c``, or ``N`` for the first N of a-z A-Z 0-9."""
+    text = text.strip()
+    if re.fullmatch(r"\d+", text):
+        n = int(text)
+        if not 1 <= n <= len(STANDARD_SYMBOLS):
+            raise RaspError(f"--alphabet {n}: choose 1..{len(STANDARD_SYMBOLS)} symbols, or list them")
+        return STANDARD_SYMBOLS[:n]
+    symbols = tuple(s for s in re.split(r"[,\s]+", text) if s)
+    if not symbols:
+        raise RaspError("--alphabet is empty", hint="list symbols: --alphabet a,b,c")
+    if len(set(symbols)) != len(symbols):
+        raise RaspError(f"--alphabet lists a symbol twice: {text}")
+    return symbols
+
+
+def mentioned_symbols(module: A.Module) -> list[str]:
+    """Quoted symbols in order of first appearance (the alphabet of an undeclared ``.cr`` program)."""
+    seen: dict[str, None] = {}
+
+    def visit(node):
+        if isinstance(node, A.SymLit):
+            seen.setdefault(node.value, None)
+        elif isinstance(node, tuple):
+            for x in node:
+                visit(x)
+        elif hasattr(node, "__dataclass_fields__"):
+            for f in node.__dataclass_fields__:
+                if f != "span":
+                    visit(getattr(node, f))
+
+    for s in module.statements:
+        if isinstance(s, A.Definition):
+            visit(s.expr)
+    return list(seen)
+
+
+def resolve_alphabet(module: A.Module, checked: Checked, override: tuple[str, ...] | None):
+    special = checked.special.symbols if checked.special else ()
+    if override is not None:
+        alphabet = tuple(s for s in override if s not in special)
+    elif checked.alphabet is not None:
+        alphabet = checked.alphabet.symbols
+    else:
+        alphabet = tuple(s for s in mentioned_symbols(module) if s not in special)
+    if not alphabet:
+        raise RaspError("the program has an empty alphabet", None,
+                        "declare one: 'alphabet a b c', or pass --alphabet")
+    return tuple(alphabet), tuple(special)
+
+
+class _Expander:
+    def __init__(self, checked: Checked, alphabet, special) -> None:
+        self.checked = checked
+        self.alphabet = alphabet
+        self.symbols = set(alphabet) | set(special)
+
+    def sym(self, s: A.SymRef, env: dict[str, str]) -> str:
+        if isinstance(s, A.SymVar):
+            return env[s.name]
+        if s.value not in self.symbols:
+            raise RaspError(
+                f"symbol \"{s.value}\" is not in the alphabet ({' '.join(self.alphabet)})",
+                s.span,
+                "add it to the 'alphabet' or 'special' declaration, or to --alphabet",
+            )
+        return s.value
+
+    def guard(self, g):
+        if g is None or isinstance(g, A.Rel):
+            return g
+        return A.Rel(builtins.BINARY[g.name], span=g.span)
+
+    def chain(self, node_type, parts, span):
+        out = parts[0]
+        for p in parts[1:]:
+            out = node_type(out, p, span=span)
+        return out
+
+    def expr(self, e, env: dict[str, str]):
+        x = lambda sub: self.expr(sub, env)  # noqa: E731
+        sp = e.span
+        if isinstance(e, A.Tok):
+            return A.Tok(A.SymLit(self.sym(e.symbol, env), span=e.symbol.span), span=sp)
+        if isinstance(e, (A.BoolConst, A.IntConst)):
+            return e
+        if isinstance(e, A.Ref):
+            if e.name not in self.checked.signatures and e.name in builtins.UNARY:
+                return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
+            return A.Ref(instance_key(e.name, tuple(self.sym(s, env) for s in e.indices)), span=sp)
+        if isinstance(e, A.PosName):
+            return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
+        if isinstance(e, A.Not):
+            return A.Not(x(e.operand), span=sp)
+        if isinstance(e, (A.And, A.Or, A.Add, A.Sub, A.Min, A.Max)):
+            return type(e)(x(e.left), x(e.right), span=sp)
+        if isinstance(e, A.Compare):
+            return A.Compare(e.op, x(e.left), x(e.right), span=sp)
+        if isinstance(e, A.Count):
+            return A.Count(self.guard(e.guard), x(e.body), span=sp)
+        if isinstance(e, A.Exists):
+            return A.Compare(">=", A.Count(self.guard(e.guard), x(e.body), span=sp), A.IntConst(1, span=sp), span=sp)
+        if isinstance(e, A.Cond):
+            return A.Cond(x(e.test), x(e.then), x(e.other), span=sp)
+        if isinstance(e, A.Scale):
+            return A.Scale(e.k, x(e.operand), span=sp)
+        if isinstance(e, A.Neg):
+            return A.Scale(-1, x(e.operand), span=sp)
+        if isinstance(e, A.PosPred):
+            return e
+        if isinstance(e, A.Quant):
+            parts = [self.expr(e.body, {**env, e.var: a}) for a in self.alphabet]
+            node = {"any": A.Or, "all": A.And, "sum": A.Add}[e.op]
+            return self.chain(node, parts, sp)
+        raise TypeError(f"unexpected node {e!r}")
+
+
+def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...] | None = None) -> A.CoreProgram:
+    """Expand a type-checked surface module into a :class:`~rasp.ast.CoreProgram`."""
+    alphabet, special = resolve_alphabet(module, checked, alphabet_override)
+    ex = _Expander(checked, alphabet, special)
+    defs: list[A.CoreDef] = []
+    for name in checked.order:
+        sig = checked.signatures[name]
+        d = sig.definition
+        for combo in itertools.product(alphabet, repeat=sig.arity):
+            env = {p.name: s for p, s in zip(d.params, combo)}
+            defs.append(A.CoreDef(instance_key(name, combo), ex.expr(d.expr, env), sig.type, span=d.span))
+    out = checked.output
+    if out is None:
+        last = [s for s in module.statements if isinstance(s, A.Definition)][-1]
+        output = A.Output("accept", (last.name,), span=last.span)
+    elif out.kind == "accept":
+        output = A.Output("accept", (out.name,), span=out.span)
+    else:
+        output = A.Output(out.kind, tuple(instance_key(out.name, (a,)) for a in alphabet), span=out.span)
+    return A.CoreProgram(tuple(defs), alphabet, special, output)

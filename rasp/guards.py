@@ -1,0 +1,209 @@
+"""Position relations -> their regular form, exactly, by symbolic analysis.
+
+A relation g(i, j) over positions j <= i (a guard) is **(T, M)-regular** when
+
+* for 0 <= d = i - j < T, g(i, j) is whatever it is (a finite *window* of offsets), and
+* for d >= T, g(i, j) = F(i mod M, j mod M) for a table F (the *far* part).
+
+Regular guards are exactly what C-RASP[periodic, local] can count with: the window is a finite set
+of local relations ``j = i - d`` (each split by the residue of j, i.e. by a periodic predicate), and
+the far part is a periodic case split of counts over ``j <= i - T``, which is a plain count minus
+T local counts. A unary predicate pos[phi(i)] is regular when it is periodic (T = 0, no j).
+
+**How it is decided.** Every integer term is kept as
+
+    t = a*i + b*j + c + p,   with a, b, c rational and p a bounded *periodic part*
+                             (lo <= p <= hi, p a function of (i mod M, j mod M)).
+
+Constants, ``i`` and ``j`` have p = 0. ``+``/``-``/negation act componentwise; ``*`` needs a constant
+side. ``t % k`` (k > 0) is a pure periodic part in [0, k-1] with period lcm(M, k*L), L the common
+denominator of a and b: shifting i (or j) by that period adds a multiple of k to t. ``t / k`` is
+``(t - t % k) / k``. An atom ``t1 op t2`` with t = t1 - t2:
+
+* a = b = 0: depends only on residues (periodic, T = 0);
+* a + b = 0, a != 0: t = a*d + c + p, whose sign for d > -(c + lo)/a (a > 0) or
+  d > (c + hi)/(-a) (a < 0) is the sign of a: regular with that T;
+* a + b != 0: depends on absolute position, not translation invariant: **not regular**.
+
+Products of positions are not regular either. A Boolean combination of atoms is regular with the
+largest T and the lcm of the periods. All of this is exact: no sampling is involved.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from . import ast as A
+from .errors import Span
+
+
+@dataclass(frozen=True)
+class NotRegular:
+    """Why a relation is not regular: which condition of the theory fails, and where."""
+
+    condition: str  # "translation invariance" | "periodicity" | "locality"
+    message: str
+    span: Span | None
+
+
+@dataclass(frozen=True)
+class GuardForm:
+    """The regular form of a relation: window length T and period M."""
+
+    window: int
+    period: int
+
+
+@dataclass(frozen=True)
+class _Term:
+    a: Fraction
+    b: Fraction
+    c: Fraction
+    lo: Fraction
+    hi: Fraction
+    period: int
+
+    @property
+    def is_const(self) -> bool:
+        return self.a == 0 and self.b == 0 and self.lo == self.hi == 0
+
+    @property
+    def denominator(self) -> int:
+        return math.lcm(self.a.denominator, self.b.denominator)
+
+
+def _const(v) -> _Term:
+    return _Term(Fraction(0), Fraction(0), Fraction(v), Fraction(0), Fraction(0), 1)
+
+
+class _NotRegular(Exception):
+    def __init__(self, condition: str, message: str, span: Span | None) -> None:
+        super().__init__(message)
+        self.info = NotRegular(condition, message, span)
+
+
+def _term(r) -> _Term:
+    if isinstance(r, A.PInt):
+        return _const(r.value)
+    if isinstance(r, A.PVar):
+        one, zero = Fraction(1), Fraction(0)
+        return _Term(one if r.name == "i" else zero, one if r.name == "j" else zero, zero, zero, zero, 1)
+    if isinstance(r, A.PNeg):
+        t = _term(r.operand)
+        return _Term(-t.a, -t.b, -t.c, -t.hi, -t.lo, t.period)
+    if isinstance(r, A.PBin):
+        x, y = _term(r.left), _term(r.right)
+        if r.op in "+-":
+            s = 1 if r.op == "+" else -1
+            lo, hi = (y.lo, y.hi) if s == 1 else (-y.hi, -y.lo)
+            return _Term(x.a + s * y.a, x.b + s * y.b, x.c + s * y.c, x.lo + lo, x.hi + hi,
+                         math.lcm(x.period, y.period))
+        if r.op == "*":
+            if y.is_const:
+                x, y = y, x
+            if not x.is_const:
+                raise _NotRegular("periodicity", "multiplies two positions: not periodic or local arithmetic", r.span)
+            k = x.c
+            lo, hi = sorted((k * y.lo, k * y.hi))
+            return _Term(k * y.a, k * y.b, k * y.c, lo, hi, y.period)
+        k = int(y.c)  # the type checker guarantees a positive integer constant
+        if x.is_const:
+            v = int(x.c)
+            return _const(v % k if r.op == "%" else v // k)
+        period = math.lcm(x.period, k * x.denominator)
+        if r.op == "%":
+            return _Term(Fraction(0), Fraction(0), Fraction(0), Fraction(0), Fraction(k - 1), period)
+        # t / k = (t - t % k) / k
+        return _Term(x.a / k, x.b / k, x.c / k, (x.lo - (k - 1)) / k, x.hi / k, period)
+    raise TypeError(f"not a term: {r!r}")
+
+
+def _formula(r) -> GuardForm:
+    if isinstance(r, A.PBool):
+        return GuardForm(0, 1)
+    if isinstance(r, (A.PAnd, A.POr)):
+        f, g = _formula(r.left), _formula(r.right)
+        return GuardForm(max(f.window, g.window), math.lcm(f.period, g.period))
+    if isinstance(r, A.PNot):
+        return _formula(r.operand)
+    if isinstance(r, A.PCmp):
+        x, y = _term(r.left), _term(r.right)
+        a, b, c = x.a - y.a, x.b - y.b, x.c - y.c
+        lo, hi = x.lo - y.hi, x.hi - y.lo
+        period = math.lcm(x.period, y.period)
+        if a == 0 and b == 0:
+            return GuardForm(0, period)
+        if a + b != 0:
+            what = "the counted position j" if a == 0 else "the current position i" if b == 0 else "i and j"
+            return _raise(
+                "translation invariance",
+                f"compares {what} with a bound that does not move with i - j: depends on absolute position",
+                r.span,
+            )
+        bound = -(c + lo) / a if a > 0 else (c + hi) / (-a)
+        window = max(0, math.floor(bound) + 1)
+        return GuardForm(window, period)
+    raise TypeError(f"not a formula: {r!r}")
+
+
+def _raise(condition, message, span):
+    raise _NotRegular(condition, message, span)
+
+
+def analyze_relation(rel: A.PosExpr) -> GuardForm | NotRegular:
+    """The (T, M)-regular form of a relation over i and j (or i alone), or why there is none."""
+    try:
+        return _formula(rel)
+    except _NotRegular as exc:
+        return exc.info
+
+
+# ---------------------------------------------------------------------- evaluation
+def eval_relation(rel: A.PosExpr, i, j=None):
+    """Evaluate a relation on integer arrays (or ints) i and j, with Python's // and % semantics."""
+    if isinstance(rel, A.PInt):
+        return rel.value
+    if isinstance(rel, A.PBool):
+        return rel.value
+    if isinstance(rel, A.PVar):
+        return i if rel.name == "i" else j
+    if isinstance(rel, A.PNeg):
+        return -eval_relation(rel.operand, i, j)
+    if isinstance(rel, A.PBin):
+        x, y = eval_relation(rel.left, i, j), eval_relation(rel.right, i, j)
+        if rel.op == "+":
+            return x + y
+        if rel.op == "-":
+            return x - y
+        if rel.op == "*":
+            return x * y
+        if rel.op == "/":
+            return np.floor_divide(x, y)
+        return np.mod(x, y)
+    if isinstance(rel, A.PCmp):
+        x, y = eval_relation(rel.left, i, j), eval_relation(rel.right, i, j)
+        return {
+            "==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
+            "<=": np.less_equal, ">=": np.greater_equal,
+        }[rel.op](x, y)
+    if isinstance(rel, A.PAnd):
+        return np.logical_and(eval_relation(rel.left, i, j), eval_relation(rel.right, i, j))
+    if isinstance(rel, A.POr):
+        return np.logical_or(eval_relation(rel.left, i, j), eval_relation(rel.right, i, j))
+    if isinstance(rel, A.PNot):
+        return np.logical_not(eval_relation(rel.operand, i, j))
+    raise TypeError(f"not a relation: {rel!r}")
+
+
+def far_table(rel: A.PosExpr, form: GuardForm) -> np.ndarray:
+    """F[ri, rj] = g(i, j) for any i - j >= T with i = ri, j = rj (mod M), from one representative each."""
+    M, T = form.period, form.window
+    ri = np.arange(M)[:, None]
+    rj = np.arange(M)[None, :]
+    # smallest i >= rj + T with i = ri (mod M)
+    i = ri + M * np.maximum(0, -((ri - rj - T) // M))
+    j = np.broadcast_to(rj, i.shape)
+    return np.broadcast_to(np.asarray(eval_relation(rel, i, j), dtype=bool), (M, M)).copy()

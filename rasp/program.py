@@ -1,0 +1,192 @@
+"""The public object: a parsed, type-checked, expanded program, and the functions that run it."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import ast as A
+from .errors import RaspError, Span
+from .expand import expand
+from .interp import evaluate, make_batch, output_at_last
+from .parser import parse_module
+from .printer import module_to_str
+from .typecheck import Checked, check_module
+
+Tokens = Sequence[str] | str
+
+
+@dataclass(frozen=True)
+class Program:
+    """A C-RASP program: its surface syntax (``module``), types (``checked``) and the core program
+    for the current alphabet (``core``). ``str(program)`` is its canonical source."""
+
+    module: A.Module
+    checked: Checked
+    core: A.CoreProgram
+    source: str | None = None
+    filename: str | None = None
+
+    # -------------------------------------------------------------------- description
+    def __str__(self) -> str:
+        return module_to_str(self.module)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Program) and self.module == other.module and self.core.alphabet == other.core.alphabet
+
+    def __hash__(self) -> int:
+        return hash((self.module, self.core.alphabet))
+
+    @property
+    def alphabet(self) -> tuple[str, ...]:
+        """The data alphabet (what families range over)."""
+        return self.core.alphabet
+
+    @property
+    def special(self) -> tuple[str, ...]:
+        return self.core.special
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """Every token an input may contain."""
+        return self.core.symbols
+
+    @property
+    def output_kind(self) -> str:
+        return self.core.output.kind
+
+    def with_alphabet(self, alphabet: Iterable[str]) -> "Program":
+        """The same program with families re-expanded over another data alphabet."""
+        try:
+            core = expand(self.module, self.checked, tuple(alphabet))
+        except RaspError as exc:
+            raise exc.located(self.source, self.filename) from None
+        return Program(self.module, self.checked, core, self.source, self.filename)
+
+    # -------------------------------------------------------------------- running
+    def encode(self, tokens: Tokens, *, line: int | None = None, columns: Sequence[int] | None = None,
+               source: str | None = None, filename: str | None = None) -> np.ndarray:
+        """Token strings -> ids; a token outside the alphabet is a located :class:`RaspError`."""
+        toks = split_tokens(tokens)
+        if not toks:
+            span = Span(line, 1, line, 2) if line else None
+            raise RaspError("empty input", span, "give at least one token", source=source, filename=filename)
+        index = {s: k for k, s in enumerate(self.symbols)}
+        ids = np.empty(len(toks), dtype=np.int64)
+        for p, t in enumerate(toks):
+            k = index.get(t)
+            if k is None:
+                span = None
+                if line is not None and columns is not None:
+                    span = Span(line, columns[p], line, columns[p] + len(t))
+                raise RaspError(
+                    f"token '{t}' at position {p} is not in the alphabet ({' '.join(self.symbols)})",
+                    span,
+                    "declare it in 'alphabet'/'special', or pass --alphabet",
+                    source=source,
+                    filename=filename,
+                )
+            ids[p] = k
+        return ids
+
+    def evaluate(self, inputs: Sequence[Tokens]) -> dict[str, np.ndarray]:
+        """Every definition at every position for a batch: name -> (B, N) array (rows right-padded)."""
+        return evaluate(self.core, make_batch([self.encode(t) for t in inputs]))
+
+    def run(self, tokens: Tokens, *, max_new: int | None = None):
+        """The output value for one input (see :func:`run`)."""
+        return self.run_batch([tokens], max_new=max_new)[0]
+
+    def run_batch(self, inputs: Sequence[Tokens], *, max_new: int | None = None) -> list:
+        """Output values for many inputs at once (vectorized over the batch)."""
+        seqs = [self.encode(t) for t in inputs]
+        kind = self.core.output.kind
+        if kind == "generate":
+            return self._generate(seqs, max_new)
+        batch = make_batch(seqs)
+        values = evaluate(self.core, batch)
+        if kind == "accept":
+            return [bool(v) for v in output_at_last(self.core, values, batch.lengths)[:, 0]]
+        # predict: the set of allowed symbols at every position
+        allowed = np.stack([values[n] for n in self.core.output.names], axis=2)  # (B, N, |alphabet|)
+        out = []
+        for r, n in enumerate(batch.lengths):
+            out.append([[self.alphabet[k] for k in np.flatnonzero(allowed[r, p])] for p in range(n)])
+        return out
+
+    def _generate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
+        """Greedy decoding: append the first symbol whose NEXT holds at the last position."""
+        generated: list[list[int]] = [[] for _ in seqs]
+        active = list(range(len(seqs)))
+        current = [list(s) for s in seqs]
+        limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+        while active:
+            active = [r for r in active if len(generated[r]) < limits[r]]
+            if not active:
+                break
+            batch = make_batch([current[r] for r in active])
+            values = evaluate(self.core, batch)
+            nxt = output_at_last(self.core, values, batch.lengths)  # (len(active), |alphabet|)
+            still = []
+            for row, r in enumerate(active):
+                hits = np.flatnonzero(nxt[row])
+                if len(hits) == 0:
+                    continue
+                sid = int(hits[0])  # output names follow the data alphabet, whose ids come first
+                current[r].append(sid)
+                generated[r].append(sid)
+                still.append(r)
+            active = still
+        return [[self.symbols[k] for k in g] for g in generated]
+
+
+def default_max_new(n: int) -> int:
+    """Generation cap when none is given: twice the prompt plus 8 (a copy needs at most the prompt)."""
+    return 2 * n + 8
+
+
+def split_tokens(tokens: Tokens) -> list[str]:
+    return tokens.split() if isinstance(tokens, str) else list(tokens)
+
+
+def token_columns(line: str) -> tuple[list[str], list[int]]:
+    """Whitespace-separated tokens of a line with their 1-based columns."""
+    toks, cols = [], []
+    for m in re.finditer(r"\S+", line):
+        toks.append(m.group())
+        cols.append(m.start() + 1)
+    return toks, cols
+
+
+def parse(text: str, *, filename: str | None = None, alphabet: Iterable[str] | None = None) -> Program:
+    """Parse, type-check and expand program text. Raises :class:`RaspError` on any user error."""
+    module = parse_module(text, filename)
+    try:
+        checked = check_module(module)
+        core = expand(module, checked, tuple(alphabet) if alphabet is not None else None)
+    except RaspError as exc:
+        raise exc.located(text, filename) from None
+    return Program(module, checked, core, text, filename)
+
+
+def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
+    """Read and parse a program file (``.cr`` or ``.rasp``: one language)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise RaspError(f"cannot read program: {exc.strerror}", filename=str(p)) from None
+    return parse(text, filename=str(p), alphabet=alphabet)
+
+
+def run(program: Program, tokens: Tokens, *, max_new: int | None = None):
+    """Run ``program`` on one input and return its output value, as ``rasp run --json`` prints it:
+
+    * acceptor: ``True``/``False`` (the output bool at the last position);
+    * generator: the generated continuation, a list of symbols;
+    * character predictor: one list of allowed symbols per position.
+    """
+    return program.run(tokens, max_new=max_new)

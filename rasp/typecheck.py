@@ -1,0 +1,315 @@
+"""Surface AST -> names, arities and types, or located errors.
+
+Checks: declarations appear at most once; imported names exist; definitions are unique, families
+use distinct variables and are referenced with the right number of indices; every name and symbol
+variable is bound; bool vs count everywhere; relations use only ``i`` (and ``j`` in guards), and
+``/`` ``%`` have a positive constant on the right; references have no cycles; the output has the
+right shape. Definitions may appear in any order; :func:`check_module` returns them in dependency
+order.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from . import ast as A
+from . import builtins
+from .errors import RaspError
+
+BOOL, COUNT = A.BOOL, A.COUNT
+
+
+@dataclass(frozen=True)
+class Signature:
+    type: str
+    arity: int
+    definition: A.Definition
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the later passes need from a type-checked module."""
+
+    signatures: dict[str, Signature]
+    order: tuple[str, ...]  # definition names, dependencies first
+    alphabet: A.AlphabetDecl | None
+    special: A.SpecialDecl | None
+    imports: frozenset[str]
+    output: A.OutputDecl | None
+
+
+def _suggest(name: str, options) -> str | None:
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+class _Checker:
+    def __init__(self, module: A.Module) -> None:
+        self.module = module
+        self.defs: dict[str, A.Definition] = {}
+        self.imports: set[str] = set()
+        self.types: dict[str, str] = {}
+        self.visiting: list[str] = []
+        self.order: list[str] = []
+
+    # ------------------------------------------------------------------ declarations
+    def declarations(self):
+        alphabet = special = output = None
+        for s in self.module.statements:
+            if isinstance(s, A.AlphabetDecl):
+                if alphabet is not None:
+                    raise RaspError("the alphabet is declared twice", s.span, "declare it once")
+                if len(set(s.symbols)) != len(s.symbols):
+                    raise RaspError("the alphabet lists a symbol twice", s.span)
+                alphabet = s
+            elif isinstance(s, A.SpecialDecl):
+                if special is not None:
+                    raise RaspError("special tokens are declared twice", s.span, "declare them once")
+                special = s
+            elif isinstance(s, A.Import):
+                if s.name not in builtins.ALL:
+                    raise RaspError(
+                        f"unknown predicate '{s.name}'",
+                        s.span,
+                        f"built-in predicates: {', '.join(sorted(builtins.ALL))}; or write the relation inline, e.g. #[j == i - 1]",
+                    )
+                self.imports.add(s.name)
+            elif isinstance(s, A.OutputDecl):
+                if output is not None:
+                    raise RaspError("the output is declared twice", s.span, "a program has one output")
+                output = s
+            elif isinstance(s, A.Definition):
+                if s.name in self.defs:
+                    first = self.defs[s.name].span
+                    where = f" (first defined on line {first.line})" if first else ""
+                    raise RaspError(f"'{s.name}' is defined twice{where}", s.span, "rename one of them")
+                if s.name in self.imports or s.name in builtins.ALL:
+                    raise RaspError(f"'{s.name}' is a built-in predicate name", s.span, "choose another name")
+                names = [p.name for p in s.params if isinstance(p, A.SymVar)]
+                for p in s.params:
+                    if isinstance(p, A.SymLit):
+                        raise RaspError(
+                            "family parameters are variables, not symbols",
+                            p.span,
+                            'write P[x] = ... and use Q[x] inside; P["a"] refers to one instance',
+                        )
+                if len(set(names)) != len(names):
+                    raise RaspError("a family uses the same variable twice", s.span, "write P[x, y]")
+                self.defs[s.name] = s
+        return alphabet, special, output
+
+    # ------------------------------------------------------------------ names
+    def type_of(self, name: str, ref: A.Ref | None) -> str:
+        if name in self.types:
+            return self.types[name]
+        if name in self.visiting:
+            cycle = " -> ".join(self.visiting[self.visiting.index(name):] + [name])
+            raise RaspError(f"definitions refer to each other in a cycle: {cycle}", ref.span if ref else None,
+                            "a definition may only use values that do not depend on it")
+        d = self.defs[name]
+        self.visiting.append(name)
+        bound = {p.name for p in d.params}
+        t = self.expr(d.expr, bound)
+        self.visiting.pop()
+        self.types[name] = t
+        self.order.append(name)
+        return t
+
+    # ------------------------------------------------------------------ expressions
+    def want(self, e, bound: set[str], t: str, what: str) -> None:
+        got = self.expr(e, bound)
+        if got != t:
+            hint = (
+                "compare a count to get a bool, e.g. C >= 1" if t == BOOL
+                else "a bool is not a number; count it with #P, or use C if P else C"
+            )
+            raise RaspError(f"{what} must be a {t}, but this is a {got}", e.span, hint)
+
+    def symbol(self, s: A.SymRef, bound: set[str]) -> None:
+        if isinstance(s, A.SymVar) and s.name not in bound:
+            raise RaspError(
+                f"unbound symbol variable '{s.name}'",
+                s.span,
+                f'bind it as a family parameter P[{s.name}] = ... or with any({s.name}, ...); a literal symbol is quoted: "{s.name}"',
+            )
+
+    def expr(self, e, bound: set[str]) -> str:
+        if isinstance(e, A.Tok):
+            self.symbol(e.symbol, bound)
+            return BOOL
+        if isinstance(e, A.BoolConst):
+            return BOOL
+        if isinstance(e, A.IntConst):
+            return COUNT
+        if isinstance(e, A.Ref):
+            if e.name not in self.defs:
+                if e.name in builtins.UNARY and e.name in self.imports and not e.indices:
+                    return BOOL
+                if e.name in builtins.UNARY:
+                    raise RaspError(f"'{e.name}' is not imported", e.span, f"add '#import {e.name}'")
+                hint = _suggest(e.name, self.defs) or "define it with NAME = expression"
+                raise RaspError(f"unknown name '{e.name}'", e.span, hint)
+            d = self.defs[e.name]
+            if len(e.indices) != len(d.params):
+                want = len(d.params)
+                raise RaspError(
+                    f"'{e.name}' takes {want} symbol ind{'ex' if want == 1 else 'ices'}, got {len(e.indices)}",
+                    e.span,
+                    f"write {e.name}[{', '.join(p.name for p in d.params)}]" if want else f"write {e.name}",
+                )
+            for s in e.indices:
+                self.symbol(s, bound)
+            return self.type_of(e.name, e)
+        if isinstance(e, A.Not):
+            self.want(e.operand, bound, BOOL, "the operand of !")
+            return BOOL
+        if isinstance(e, (A.And, A.Or)):
+            op = "&&" if isinstance(e, A.And) else "||"
+            self.want(e.left, bound, BOOL, f"the left side of {op}")
+            self.want(e.right, bound, BOOL, f"the right side of {op}")
+            return BOOL
+        if isinstance(e, A.Compare):
+            lt = self.expr(e.left, bound)
+            rt = self.expr(e.right, bound)
+            if lt == rt == COUNT or (lt == rt == BOOL and e.op in ("==", "!=")):
+                return BOOL
+            if lt == rt == BOOL:
+                raise RaspError(f"'{e.op}' compares counts, not bools", e.span, "bools compare with == and !=")
+            raise RaspError(f"cannot compare a {lt} with a {rt}", e.span, "count the bool with #P first")
+        if isinstance(e, (A.Count, A.Exists)):
+            if e.guard is not None:
+                self.guard(e.guard)
+            self.want(e.body, bound, BOOL, "what # counts" if isinstance(e, A.Count) else "what exists tests")
+            return COUNT if isinstance(e, A.Count) else BOOL
+        if isinstance(e, A.Cond):
+            self.want(e.test, bound, BOOL, "the condition after 'if'")
+            t1 = self.expr(e.then, bound)
+            t2 = self.expr(e.other, bound)
+            if t1 != t2:
+                raise RaspError(f"the branches of 'if' differ: {t1} and {t2}", e.span, "both branches need the same type")
+            return t1
+        if isinstance(e, (A.Add, A.Sub, A.Min, A.Max)):
+            op = {A.Add: "+", A.Sub: "-", A.Min: "min", A.Max: "max"}[type(e)]
+            self.want(e.left, bound, COUNT, f"the left operand of {op}")
+            self.want(e.right, bound, COUNT, f"the right operand of {op}")
+            return COUNT
+        if isinstance(e, (A.Scale, A.Neg)):
+            self.want(e.operand, bound, COUNT, "what is multiplied" if isinstance(e, A.Scale) else "the operand of unary -")
+            return COUNT
+        if isinstance(e, A.PosPred):
+            self.relation(e.rel.expr, allowed=("i",), where="pos[...]")
+            return BOOL
+        if isinstance(e, A.PosName):
+            if e.name not in builtins.UNARY:
+                raise RaspError(f"'{e.name}' is not a positional predicate of i", e.span,
+                                "write the relation inline: pos[i % 2 == 0]")
+            if e.name not in self.imports:
+                raise RaspError(f"'{e.name}' is not imported", e.span, f"add '#import {e.name}'")
+            return BOOL
+        if isinstance(e, A.Quant):
+            if e.var in bound:
+                raise RaspError(f"'{e.var}' is already bound here", e.span, "use another variable name")
+            t = self.expr(e.body, bound | {e.var})
+            want = COUNT if e.op == "sum" else BOOL
+            if t != want:
+                raise RaspError(f"{e.op}(...) needs a {want} body, got a {t}", e.body.span,
+                                "any/all take a bool, sum takes a count")
+            return want
+        raise TypeError(f"unexpected node {e!r}")
+
+    # ------------------------------------------------------------------ relations
+    def guard(self, g: A.Guard) -> None:
+        if isinstance(g, A.GuardName):
+            if g.name not in builtins.BINARY:
+                hint = (f"'{g.name}' is a predicate of i alone: use it as a bool" if g.name in builtins.UNARY
+                        else "write the relation inline, e.g. #[j == i - 1], or import pred / pred4")
+                raise RaspError(f"unknown guard predicate '{g.name}'", g.span, hint)
+            if g.name not in self.imports:
+                raise RaspError(f"'{g.name}' is not imported", g.span, f"add '#import {g.name}'")
+            return
+        self.relation(g.expr, allowed=("i", "j"), where="a guard")
+
+    def relation(self, r, allowed: tuple[str, ...], where: str) -> None:
+        if self.rel_type(r, allowed, where) != BOOL:
+            raise RaspError(f"{where} needs a condition, not a number", r.span,
+                            "write a comparison, e.g. j == i - 1" if "j" in allowed else "e.g. i % 2 == 0")
+
+    def rel_type(self, r, allowed, where) -> str:
+        if isinstance(r, A.PVar):
+            if r.name not in allowed:
+                hint = ("pos[...] is a predicate of i alone" if r.name == "j"
+                        else f"only {' and '.join(allowed)} may appear in {where}")
+                raise RaspError(f"unknown position '{r.name}'", r.span, hint)
+            return COUNT
+        if isinstance(r, A.PInt):
+            return COUNT
+        if isinstance(r, A.PBool):
+            return BOOL
+        if isinstance(r, A.PNeg):
+            self.rel_want(r.operand, allowed, where, COUNT)
+            return COUNT
+        if isinstance(r, A.PBin):
+            self.rel_want(r.left, allowed, where, COUNT)
+            self.rel_want(r.right, allowed, where, COUNT)
+            if r.op in "/%" and not (isinstance(r.right, A.PInt) and r.right.value > 0):
+                raise RaspError(
+                    f"'{r.op}' needs a positive integer constant on its right", r.right.span,
+                    "write e.g. (i - j) % 2 or i / 3",
+                )
+            return COUNT
+        if isinstance(r, A.PCmp):
+            self.rel_want(r.left, allowed, where, COUNT)
+            self.rel_want(r.right, allowed, where, COUNT)
+            return BOOL
+        if isinstance(r, (A.PAnd, A.POr)):
+            self.rel_want(r.left, allowed, where, BOOL)
+            self.rel_want(r.right, allowed, where, BOOL)
+            return BOOL
+        if isinstance(r, A.PNot):
+            self.rel_want(r.operand, allowed, where, BOOL)
+            return BOOL
+        raise TypeError(f"unexpected relation node {r!r}")
+
+    def rel_want(self, r, allowed, where, t) -> None:
+        got = self.rel_type(r, allowed, where)
+        if got != t:
+            raise RaspError(f"expected a {'number' if t == COUNT else 'condition'} here", r.span,
+                            "compare positions with ==, <, <=; combine conditions with && || !")
+
+    # ------------------------------------------------------------------ output
+    def output(self, decl: A.OutputDecl | None) -> None:
+        if decl is None:
+            last = None
+            for s in self.module.statements:
+                if isinstance(s, A.Definition):
+                    last = s
+            if last is None:
+                raise RaspError("the program defines nothing", None, "write at least one definition NAME = expression")
+            if last.params or self.types[last.name] != BOOL:
+                raise RaspError(
+                    f"the last definition '{last.name}' is the output and must be a plain bool", last.span,
+                    "add 'output accept NAME', 'output generate FAMILY' or 'output predict FAMILY'",
+                )
+            return
+        if decl.name not in self.defs:
+            raise RaspError(f"unknown name '{decl.name}'", decl.span, _suggest(decl.name, self.defs))
+        d = self.defs[decl.name]
+        t = self.types[decl.name]
+        if decl.kind == "accept" and (d.params or t != BOOL):
+            raise RaspError(f"'output accept' needs a plain bool definition", decl.span,
+                            f"'{decl.name}' is a {t}{' family' if d.params else ''}")
+        if decl.kind in ("generate", "predict") and (len(d.params) != 1 or t != BOOL):
+            raise RaspError(f"'output {decl.kind}' needs a bool family over one symbol, NAME[x] = ...", decl.span,
+                            f"'{decl.name}' is a {t}{' family of %d indices' % len(d.params) if d.params else ''}")
+
+
+def check_module(module: A.Module) -> Checked:
+    """Type-check a surface module; raise :class:`RaspError` at the first problem."""
+    c = _Checker(module)
+    alphabet, special, output = c.declarations()
+    for s in module.statements:
+        if isinstance(s, A.Definition):
+            c.type_of(s.name, None)
+    c.output(output)
+    sigs = {n: Signature(c.types[n], len(d.params), d) for n, d in c.defs.items()}
+    return Checked(sigs, tuple(c.order), alphabet, special, frozenset(c.imports), output)
