@@ -1,0 +1,63 @@
+"""The ``rasp`` command line: one subcommand per module in :mod:`rasp.commands`.
+
+Exit codes: 0 success, 2 user error (a located message on stderr), 1 internal error or a failed
+verification (each command documents which).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+import traceback
+
+from . import __version__, commands
+from .errors import RaspError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rasp",
+        description="C-RASP / RASP-L programs: run, check length-generalization guarantees, "
+        "compile to transformer weights, verify, learn.",
+    )
+    parser.add_argument("--version", action="version", version=f"rasp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors are user errors (exit 2), --help is 0
+        return int(exc.code or 0)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except RaspError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: exit 1, not a traceback
+        if os.environ.get("RASP_DEBUG"):
+            traceback.print_exc()
+        print(f"internal error (a bug in rasp): {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("hint: rerun with RASP_DEBUG=1 for the traceback, and report it", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

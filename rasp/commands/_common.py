@@ -1,0 +1,59 @@
+"""Options and helpers shared by several commands."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Iterator
+
+from ..errors import RaspError
+from ..expand import parse_alphabet_option
+from ..program import Program, load, token_columns
+
+
+def add_alphabet_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--alphabet",
+        metavar="SYMBOLS",
+        help="replace the program's data alphabet: 'a,b,c' or 'a b c', or N for the first N of a-z A-Z 0-9",
+    )
+
+
+def add_json_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON (one object per line)")
+
+
+def load_program(path: str, alphabet: str | None = None) -> Program:
+    """Load a program file, applying ``--alphabet`` when given."""
+    program = load(path)
+    if alphabet:
+        program = program.with_alphabet(parse_alphabet_option(alphabet))
+    return program
+
+
+def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[int], str]]:
+    """Inputs from the command line (one input) or stdin (one per line, ``//`` lines skipped).
+
+    Yields (tokens, source name, line number, token columns, line text) so that errors can be located.
+    """
+    if tokens:
+        line = " ".join(tokens)
+        toks, cols = token_columns(line)
+        yield toks, "<argv>", 1, cols, line
+        return
+    for n, raw in enumerate(sys.stdin, start=1):
+        line = raw.rstrip("\n")
+        if not line.strip() or line.lstrip().startswith("//"):
+            continue
+        toks, cols = token_columns(line)
+        yield toks, "<stdin>", n, cols, line
+
+
+def encode_located(program: Program, toks, name, line_no, cols, line_text):
+    """Encode tokens, turning an alphabet error into one located in the input text."""
+    lines = [""] * (line_no - 1) + [line_text]
+    return program.encode(toks, line=line_no, columns=cols, source="\n".join(lines), filename=name)
+
+
+def require(cond: bool, message: str, hint: str | None = None) -> None:
+    if not cond:
+        raise RaspError(message, hint=hint)

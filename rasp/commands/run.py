@@ -1,0 +1,63 @@
+"""``rasp run PROGRAM [TOKENS...]``: run a program on inputs and print its output."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import RaspError
+from ..trace import trace_html, trace_text
+from ._common import add_alphabet_option, add_json_option, encode_located, load_program, read_inputs
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a program on inputs",
+        description="Run PROGRAM on TOKENS (whitespace-separated), or on one input per line of stdin "
+        "(lines starting with // are skipped). Acceptors print accept/reject, generators the "
+        "generated continuation, character predictors the allowed symbols at every position.",
+    )
+    p.add_argument("program", help="a .cr or .rasp file")
+    p.add_argument("tokens", nargs="*", help="one input; without it, inputs are read from stdin")
+    add_json_option(p)
+    add_alphabet_option(p)
+    p.add_argument("--trace", metavar="FILE", help="write every definition at every position to FILE (.html or .txt)")
+    p.add_argument("--max-new", type=int, default=None,
+                   help="generators: stop after this many tokens (default: 2 * input length + 8)")
+    p.set_defaults(func=run)
+
+
+def format_output(kind: str, output) -> str:
+    if kind == "accept":
+        return "accept" if output else "reject"
+    if kind == "generate":
+        return " ".join(output) if output else "(nothing)"
+    return " ".join("{" + ",".join(s) + "}" for s in output)
+
+
+def run(args: argparse.Namespace) -> int:
+    program = load_program(args.program, args.alphabet)
+    if args.trace and Path(args.trace).suffix.lower() not in (".html", ".htm", ".txt"):
+        raise RaspError(f"--trace {args.trace}: the file must end in .html or .txt")
+    if args.max_new is not None and args.max_new < 0:
+        raise RaspError("--max-new must be at least 0")
+    inputs = []
+    for toks, name, line_no, cols, text in read_inputs(args.tokens):
+        encode_located(program, toks, name, line_no, cols, text)  # located alphabet errors
+        inputs.append(toks)
+    if not inputs:
+        raise RaspError("empty input: no tokens on the command line and no input lines on stdin",
+                        hint="rasp run PROGRAM a b c   or   echo 'a b c' | rasp run PROGRAM")
+    outputs = program.run_batch(inputs, max_new=args.max_new)
+    for toks, out in zip(inputs, outputs):
+        if args.json:
+            print(json.dumps({"tokens": toks, "output": out, "kind": program.output_kind}))
+        else:
+            print(f"{' '.join(toks)}\t{format_output(program.output_kind, out)}")
+    if args.trace:
+        path = Path(args.trace)
+        text = trace_text(program, inputs) if path.suffix.lower() == ".txt" else trace_html(
+            program, inputs, title=f"trace of {args.program}")
+        path.write_text(text)
+    return 0
