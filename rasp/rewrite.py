@@ -1,0 +1,221 @@
+"""Regular guards -> C-RASP[periodic, local] operations (the checker's proof, the compiler's input).
+
+Normal form. After rewriting, every count is ``#P`` or ``#[j == i - d] P`` for a constant d >= 0,
+and every positional predicate ``pos[phi]`` is periodic. A (T, M)-regular guard g
+(:mod:`rasp.guards`) rewrites as follows. Write ``L_d = #[j == i - d] P`` (P at position i - d) and
+``[S] = pos[i % M in S]`` for a set S of residues. For the branch i = ri (mod M):
+
+    #[g] P  =  #(P && [S_ri])  +  sum_{d < T} ( g(ri, d) - [(ri - d) mod M in S_ri] ) * L_d
+
+where ``S_ri = {rj : F[ri, rj]}`` is the far table's row (g for i - j >= T) and g(ri, d) is g at
+i = ri (mod M), j = i - d. Why: positions j <= i split into the window j = i - d (d < T), where g is
+g(ri, d), and the far part j <= i - T, where g is F[ri, j mod M]. The far part equals
+``#(P && [S_ri])`` (over all j <= i) minus its window terms, and a window position j = i - d lies in
+S_ri iff (ri - d) mod M does, since i = ri. At i < T the identity still holds: the window terms then
+cover every j <= i. Branches are joined with ``if pos[i % M == ri]``; M and T are first reduced to
+the smallest period and window the guard's tables allow, so ``#[j == i - 1] P`` rewrites to itself
+and ``#[j <= i - 2] P`` to ``#P - #[j == i] P - #[j == i - 1] P``.
+
+The rewrite works on surface and core expressions alike (both use :mod:`rasp.ast`), so
+``rasp check --explain`` prints a rewritten program in the source language and the compiler
+compiles the rewritten core program.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import ast as A
+from .guards import GuardForm, analyze_relation, eval_relation
+
+
+@dataclass(frozen=True)
+class RegularTable:
+    """The values of a regular guard, with minimal window and period.
+
+    ``local[ri, d]`` is g at i = ri (mod M), j = i - d for d < window; ``far[ri, rj]`` is g for
+    i - j >= window."""
+
+    window: int
+    period: int
+    local: np.ndarray  # (period, window) bool
+    far: np.ndarray  # (period, period) bool
+
+
+def _tables(rel: A.PosExpr, T: int, M: int) -> tuple[np.ndarray, np.ndarray]:
+    ri = np.arange(M)
+    base = ri + M * ((T + M) // M + 1)  # representatives of each residue, larger than any d < T
+    local = np.zeros((M, T), dtype=bool)
+    for d in range(T):
+        local[:, d] = np.broadcast_to(eval_relation(rel, base, base - d), (M,))
+    far = np.zeros((M, M), dtype=bool)
+    for r in range(M):
+        for s in range(M):
+            i = r + M * (T // M + 2)
+            j = s
+            while i - j < T:
+                i += M
+            far[r, s] = bool(eval_relation(rel, i, j))
+    return local, far
+
+
+def regular_table(rel: A.PosExpr) -> RegularTable | None:
+    """The minimal tables of a regular relation, or None when it is not regular."""
+    form = analyze_relation(rel)
+    if not isinstance(form, GuardForm):
+        return None
+    T, M = form.window, form.period
+    local, far = _tables(rel, T, M)
+    # smallest period p | M consistent with both tables
+    for p in range(1, M + 1):
+        if M % p:
+            continue
+        r = np.arange(M)
+        if np.array_equal(far, far[np.ix_(r % p, r % p)]) and np.array_equal(local, local[r % p]):
+            local, far, M = local[:p], far[:p, :p], p
+            break
+    # smallest window: drop trailing offsets whose value is already the far value
+    while T > 0:
+        d = T - 1
+        far_at_d = far[np.arange(M), (np.arange(M) - d) % M]
+        if np.array_equal(local[:, d], far_at_d):
+            T -= 1
+        else:
+            break
+    return RegularTable(T, M, local[:, :T].copy(), far)
+
+
+# ---------------------------------------------------------------------- building expressions
+def local_guard(d: int) -> A.Rel:
+    """The relation ``j == i - d`` (``j == i`` for d = 0)."""
+    rhs = A.PVar("i") if d == 0 else A.PBin("-", A.PVar("i"), A.PInt(d))
+    return A.Rel(A.PCmp("==", A.PVar("j"), rhs))
+
+
+def local_offset(g) -> int | None:
+    """d when g is exactly ``j == i - d`` (or the built-in ``pred``/``pred4``), else None."""
+    if isinstance(g, A.GuardName):
+        return {"pred": 1, "pred4": 4}.get(g.name)
+    if not isinstance(g, A.Rel):
+        return None
+    e = g.expr
+    if not (isinstance(e, A.PCmp) and e.op == "==" and e.left == A.PVar("j")):
+        return None
+    if e.right == A.PVar("i"):
+        return 0
+    r = e.right
+    if isinstance(r, A.PBin) and r.op == "-" and r.left == A.PVar("i") and isinstance(r.right, A.PInt) and r.right.value > 0:
+        return r.right.value
+    return None
+
+
+def residue_pred(M: int, residues) -> A.Expr | None:
+    """``pos[i % M == r1 || i % M == r2 ...]``, or None when the set is every residue."""
+    residues = sorted(int(r) for r in residues)
+    if len(residues) == M:
+        return None
+    if not residues:
+        return A.BoolConst(False)
+    mod = A.PBin("%", A.PVar("i"), A.PInt(M))
+    rel = None
+    for r in residues:
+        atom = A.PCmp("==", mod, A.PInt(r))
+        rel = atom if rel is None else A.POr(rel, atom)
+    return A.PosPred(A.Rel(rel))
+
+
+def _and(p, q):
+    return p if q is None else A.And(p, q)
+
+
+def _sum(terms: list[tuple[int, A.Expr]]) -> A.Expr:
+    out = None
+    for k, t in terms:
+        if k == 0:
+            continue
+        term = t if abs(k) == 1 else A.Scale(abs(k), t)
+        if out is None:
+            out = term if k > 0 else A.Scale(-1, term) if abs(k) == 1 else A.Scale(-abs(k), t)
+        else:
+            out = A.Add(out, term) if k > 0 else A.Sub(out, term)
+    return out if out is not None else A.IntConst(0)
+
+
+def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
+    """``#[rel] body`` in normal form (see the module docstring), or None when rel is not regular."""
+    t = regular_table(rel)
+    if t is None:
+        return None
+    M, T = t.period, t.window
+    branches = []
+    for ri in range(M):
+        S = np.flatnonzero(t.far[ri])
+        terms: list[tuple[int, A.Expr]] = []
+        if len(S):
+            pred = residue_pred(M, S)
+            terms.append((1, A.Count(None, _and(body, pred) if pred is not None else body)))
+        in_S = set(int(s) for s in S)
+        for d in range(T):
+            k = int(t.local[ri, d]) - int((ri - d) % M in in_S)
+            if k:
+                terms.append((k, A.Count(local_guard(d), body)))
+        branches.append(_sum(terms))
+    out = branches[-1]
+    for ri in range(M - 2, -1, -1):
+        out = A.Cond(residue_pred(M, [ri]), branches[ri], out)
+    return out
+
+
+# ---------------------------------------------------------------------- whole programs
+def _respan(node, span):
+    """Give a freshly built node (and its children without spans) the span of what it replaces."""
+    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return node
+    changes = {}
+    for f in dataclasses.fields(node):
+        if f.name == "span":
+            continue
+        v = getattr(node, f.name)
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            changes[f.name] = _respan(v, span)
+    if getattr(node, "span", None) is None:
+        changes["span"] = span
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def rewrite_expr(e):
+    """Rewrite every regular guard in an expression into normal form; other guards stay as they are."""
+    kids = {}
+    for f in dataclasses.fields(e):
+        v = getattr(e, f.name)
+        if f.name in ("guard", "span", "rel") or not dataclasses.is_dataclass(v):
+            continue
+        kids[f.name] = rewrite_expr(v)
+    node = dataclasses.replace(e, **kids) if kids else e
+    if isinstance(node, (A.Count, A.Exists)) and isinstance(node.guard, A.Rel):
+        if local_offset(node.guard) is not None:
+            return node
+        new = normalize_count(node.guard.expr, node.body)
+        if new is None:
+            return node
+        if isinstance(node, A.Exists):
+            if isinstance(new, A.Count):
+                return _respan(A.Exists(new.guard, new.body), node.span)
+            new = A.Compare(">=", new, A.IntConst(1))
+        return _respan(new, node.span)
+    return node
+
+
+def rewrite_core(program: A.CoreProgram) -> A.CoreProgram:
+    defs = tuple(dataclasses.replace(d, expr=rewrite_expr(d.expr)) for d in program.defs)
+    return dataclasses.replace(program, defs=defs)
+
+
+def rewrite_module(module: A.Module) -> A.Module:
+    stmts = tuple(
+        dataclasses.replace(s, expr=rewrite_expr(s.expr)) if isinstance(s, A.Definition) else s
+        for s in module.statements
+    )
+    return dataclasses.replace(module, statements=stmts)
