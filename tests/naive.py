@@ -1,0 +1,181 @@
+"""The oracle: a naive C-RASP evaluator written straight from the definitions.
+
+Nothing here is clever on purpose. Every definition is evaluated at every position with plain
+Python loops over positions; a count ``#[g] P`` at position i loops over j = 0..i and evaluates the
+relation g(i, j) on Python ints (``/`` is ``//`` and ``%`` is ``%``, Python's floor semantics). It
+does not use :mod:`rasp.interp` or :mod:`rasp.guards`; it only reads the core program
+(:class:`rasp.ast.CoreProgram`, i.e. ``program.core``).
+
+* :func:`naive_values` -- {definition name: [value at position 0, 1, ...]} (bools are ``bool``,
+  counts ``int``);
+* :func:`naive_output` -- the output value in the same form as :func:`rasp.run`: an acceptor's
+  bool, a generator's list of generated tokens, a predictor's list (one per position) of allowed
+  symbols in alphabet order.
+
+It is slow (O(n^2) per count): keep inputs to a few hundred tokens.
+"""
+from __future__ import annotations
+
+from rasp import ast as A
+
+
+# ---------------------------------------------------------------------- relations over positions
+def rel_value(r, i: int, j: int | None = None):
+    """The value of a position relation (or a term inside one) at positions i and j."""
+    if isinstance(r, A.PInt):
+        return r.value
+    if isinstance(r, A.PBool):
+        return r.value
+    if isinstance(r, A.PVar):
+        if r.name == "i":
+            return i
+        if r.name == "j":
+            if j is None:
+                raise ValueError("j used in a predicate of i alone")
+            return j
+        raise ValueError(f"unknown position variable {r.name!r}")
+    if isinstance(r, A.PNeg):
+        return -rel_value(r.operand, i, j)
+    if isinstance(r, A.PBin):
+        x = rel_value(r.left, i, j)
+        y = rel_value(r.right, i, j)
+        if r.op == "+":
+            return x + y
+        if r.op == "-":
+            return x - y
+        if r.op == "*":
+            return x * y
+        if r.op == "/":
+            return x // y
+        if r.op == "%":
+            return x % y
+        raise ValueError(f"unknown operator {r.op!r}")
+    if isinstance(r, A.PCmp):
+        return compare(r.op, rel_value(r.left, i, j), rel_value(r.right, i, j))
+    if isinstance(r, A.PAnd):
+        return bool(rel_value(r.left, i, j)) and bool(rel_value(r.right, i, j))
+    if isinstance(r, A.POr):
+        return bool(rel_value(r.left, i, j)) or bool(rel_value(r.right, i, j))
+    if isinstance(r, A.PNot):
+        return not rel_value(r.operand, i, j)
+    raise TypeError(f"not a relation node: {r!r}")
+
+
+def compare(op: str, x, y) -> bool:
+    if op == "==":
+        return x == y
+    if op == "!=":
+        return x != y
+    if op == "<":
+        return x < y
+    if op == ">":
+        return x > y
+    if op == "<=":
+        return x <= y
+    if op == ">=":
+        return x >= y
+    raise ValueError(f"unknown comparison {op!r}")
+
+
+# ---------------------------------------------------------------------- expressions
+def value_at(e, i: int, tokens: list[str], values: dict[str, list]):
+    """The value of core expression ``e`` at position ``i``; ``values`` holds earlier definitions."""
+    if isinstance(e, A.Tok):
+        return tokens[i] == e.symbol.value
+    if isinstance(e, A.BoolConst):
+        return e.value
+    if isinstance(e, A.IntConst):
+        return e.value
+    if isinstance(e, A.Ref):
+        return values[e.name][i]
+    if isinstance(e, A.Not):
+        return not value_at(e.operand, i, tokens, values)
+    if isinstance(e, A.And):
+        left = value_at(e.left, i, tokens, values)
+        right = value_at(e.right, i, tokens, values)
+        return left and right
+    if isinstance(e, A.Or):
+        left = value_at(e.left, i, tokens, values)
+        right = value_at(e.right, i, tokens, values)
+        return left or right
+    if isinstance(e, A.Compare):
+        return compare(e.op, value_at(e.left, i, tokens, values), value_at(e.right, i, tokens, values))
+    if isinstance(e, A.Count):
+        total = 0
+        for j in range(0, i + 1):  # j <= i always
+            if e.guard is not None and not rel_value(e.guard.expr, i, j):
+                continue
+            if value_at(e.body, j, tokens, values):
+                total += 1
+        return total
+    if isinstance(e, A.Cond):
+        if value_at(e.test, i, tokens, values):
+            return value_at(e.then, i, tokens, values)
+        return value_at(e.other, i, tokens, values)
+    if isinstance(e, A.Add):
+        return value_at(e.left, i, tokens, values) + value_at(e.right, i, tokens, values)
+    if isinstance(e, A.Sub):
+        return value_at(e.left, i, tokens, values) - value_at(e.right, i, tokens, values)
+    if isinstance(e, A.Scale):
+        return e.k * value_at(e.operand, i, tokens, values)
+    if isinstance(e, A.Min):
+        return min(value_at(e.left, i, tokens, values), value_at(e.right, i, tokens, values))
+    if isinstance(e, A.Max):
+        return max(value_at(e.left, i, tokens, values), value_at(e.right, i, tokens, values))
+    if isinstance(e, A.PosPred):
+        return bool(rel_value(e.rel.expr, i))
+    raise TypeError(f"not a core expression: {e!r}")
+
+
+def naive_values(core: A.CoreProgram, tokens) -> dict[str, list]:
+    """{definition name: [value at each position]} for one input (a list of token strings)."""
+    tokens = tokens.split() if isinstance(tokens, str) else list(tokens)
+    for p, t in enumerate(tokens):
+        if t not in core.symbols:
+            raise ValueError(f"token {t!r} at position {p} is not in {core.symbols}")
+    values: dict[str, list] = {}
+    for d in core.defs:
+        column = []
+        for i in range(len(tokens)):
+            v = value_at(d.expr, i, tokens, values)
+            column.append(bool(v) if d.type == A.BOOL else int(v))
+        values[d.name] = column
+    return values
+
+
+def default_max_new(n: int) -> int:
+    return 2 * n + 8
+
+
+def naive_output(core: A.CoreProgram, tokens, max_new: int | None = None):
+    """The program's output for one input, in the form :func:`rasp.run` returns it."""
+    tokens = tokens.split() if isinstance(tokens, str) else list(tokens)
+    if not tokens:
+        raise ValueError("empty input")
+    kind = core.output.kind
+    if kind == "accept":
+        values = naive_values(core, tokens)
+        return values[core.output.names[0]][-1]
+    if kind == "predict":
+        values = naive_values(core, tokens)
+        out = []
+        for i in range(len(tokens)):
+            out.append([a for a, name in zip(core.alphabet, core.output.names) if values[name][i]])
+        return out
+    if kind == "generate":
+        limit = default_max_new(len(tokens)) if max_new is None else max_new
+        current = list(tokens)
+        generated: list[str] = []
+        while len(generated) < limit:
+            values = naive_values(core, current)
+            nxt = None
+            for a, name in zip(core.alphabet, core.output.names):
+                if values[name][-1]:
+                    nxt = a
+                    break
+            if nxt is None:
+                break
+            current.append(nxt)
+            generated.append(nxt)
+        return generated
+    raise ValueError(f"unknown output kind {kind!r}")
