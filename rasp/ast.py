@@ -86,7 +86,34 @@ class PNot:
     span: Span | None = field(**_SPAN)
 
 
-PosExpr = Union[PVar, PInt, PBool, PBin, PNeg, PCmp, PAnd, POr, PNot]
+@dataclass(frozen=True)
+class PCond:
+    """``then if test else other`` (map functions only)."""
+
+    test: "PosExpr"
+    then: "PosExpr"
+    other: "PosExpr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PTable:
+    """A lookup table ``{k1: v1, k2: v2}[index]`` (map functions only); missing keys give 0."""
+
+    entries: tuple[tuple[int, int], ...]
+    index: "PosExpr"
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class PSym:
+    """``"a"`` inside a map function: the symbol's code (its index in alphabet + special)."""
+
+    value: str
+    span: Span | None = field(**_SPAN)
+
+
+PosExpr = Union[PVar, PInt, PBool, PBin, PNeg, PCmp, PAnd, POr, PNot, PCond, PTable, PSym]
 
 
 @dataclass(frozen=True)
@@ -287,9 +314,63 @@ class Quant:
     span: Span | None = field(**_SPAN)
 
 
+# ----------------------------------------------------------------------------- RASP-L
+@dataclass(frozen=True)
+class Tokens:
+    """RASP-L ``tokens``: the code of the token at i (its index in alphabet + special)."""
+
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Indices:
+    """RASP-L ``indices``: i itself."""
+
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Map:
+    """``map(x -> f, s)`` / ``seqmap((x, y) -> f, s, t)``: f applied position-wise."""
+
+    params: tuple[str, ...]
+    body: PosExpr
+    args: tuple["Expr", ...]
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Select:
+    """``select(keys, queries, op)``: selects key j <= query i where ``keys[j] op queries[i]``."""
+
+    keys: "Expr"
+    queries: "Expr"
+    op: str  # == != < > <= >= true
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """``aggregate(sel, values, mean|max|min, default)``; mean truncates toward zero (as int())."""
+
+    selector: "Expr"
+    values: "Expr"
+    reduction: str = "mean"
+    default: int = 0
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True)
+class SelectorWidth:
+    """``selector_width(sel)``: how many keys the selector selects at i."""
+
+    selector: "Expr"
+    span: Span | None = field(**_SPAN)
+
+
 Expr = Union[
     Tok, BoolConst, IntConst, Ref, Not, And, Or, Compare, Count, Exists, Cond, Add, Sub, Scale,
-    Neg, Min, Max, PosPred, PosName, Quant,
+    Neg, Min, Max, PosPred, PosName, Quant, Tokens, Indices, Map, Select, Aggregate, SelectorWidth,
 ]
 
 # ----------------------------------------------------------------------------- statements
@@ -342,6 +423,7 @@ class Module:
 # ----------------------------------------------------------------------------- core program
 BOOL = "bool"
 COUNT = "count"
+SELECTOR = "selector"
 
 
 @dataclass(frozen=True)
@@ -397,6 +479,14 @@ def children(node: object) -> tuple:
         return (node.test, node.then, node.other)
     if isinstance(node, Quant):
         return (node.body,)
+    if isinstance(node, Map):
+        return node.args
+    if isinstance(node, Select):
+        return (node.keys, node.queries)
+    if isinstance(node, Aggregate):
+        return (node.selector, node.values)
+    if isinstance(node, SelectorWidth):
+        return (node.selector,)
     return ()
 
 

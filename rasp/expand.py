@@ -13,6 +13,7 @@ Every core node keeps the span of the surface node it came from.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 
@@ -85,6 +86,8 @@ class _Expander:
         self.checked = checked
         self.alphabet = alphabet
         self.symbols = set(alphabet) | set(special)
+        ordered = tuple(alphabet) + tuple(t for t in special if t not in alphabet)
+        self.codes_of = {t: k for k, t in enumerate(ordered)}
 
     def sym(self, s: A.SymRef, env: dict[str, str]) -> str:
         if isinstance(s, A.SymVar):
@@ -96,6 +99,19 @@ class _Expander:
                 "add it to the 'alphabet' or 'special' declaration, or to --alphabet",
             )
         return s.value
+
+    def codes(self, r):
+        """A map function with every symbol ``"a"`` replaced by its code (index in alphabet + special)."""
+        if isinstance(r, A.PSym):
+            if r.value not in self.codes_of:
+                raise RaspError(f"symbol \"{r.value}\" is not in the alphabet ({' '.join(self.alphabet)})", r.span,
+                                "add it to the 'alphabet' or 'special' declaration, or to --alphabet")
+            return A.PInt(self.codes_of[r.value], span=r.span)
+        if not dataclasses.is_dataclass(r):
+            return r
+        changes = {f.name: self.codes(getattr(r, f.name)) for f in dataclasses.fields(r)
+                   if f.name != "span" and dataclasses.is_dataclass(getattr(r, f.name))}
+        return dataclasses.replace(r, **changes) if changes else r
 
     def guard(self, g):
         if g is None or isinstance(g, A.Rel):
@@ -139,6 +155,16 @@ class _Expander:
             return A.Scale(-1, x(e.operand), span=sp)
         if isinstance(e, A.PosPred):
             return e
+        if isinstance(e, (A.Tokens, A.Indices)):
+            return e
+        if isinstance(e, A.Map):
+            return A.Map(e.params, self.codes(e.body), tuple(x(a) for a in e.args), span=sp)
+        if isinstance(e, A.Select):
+            return A.Select(x(e.keys), x(e.queries), e.op, span=sp)
+        if isinstance(e, A.Aggregate):
+            return A.Aggregate(x(e.selector), x(e.values), e.reduction, e.default, span=sp)
+        if isinstance(e, A.SelectorWidth):
+            return A.SelectorWidth(x(e.selector), span=sp)
         if isinstance(e, A.Quant):
             parts = [self.expr(e.body, {**env, e.var: a}) for a in self.alphabet]
             node = {"any": A.Or, "all": A.And, "sum": A.Add}[e.op]

@@ -164,16 +164,29 @@ def analyze_relation(rel: A.PosExpr) -> GuardForm | NotRegular:
 # ---------------------------------------------------------------------- evaluation
 def eval_relation(rel: A.PosExpr, i, j=None):
     """Evaluate a relation on integer arrays (or ints) i and j, with Python's // and % semantics."""
-    if isinstance(rel, A.PInt):
-        return rel.value
-    if isinstance(rel, A.PBool):
+    return eval_function(rel, {"i": i, "j": j})
+
+
+_PCMP = {
+    "==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
+    "<=": np.less_equal, ">=": np.greater_equal,
+}
+
+
+def eval_function(rel: A.PosExpr, env: dict):
+    """Evaluate an integer/bool expression (relation or map function) with variables bound in env.
+
+    Values are ints or numpy arrays; ``/`` is floor division and ``%`` Python's modulo (the type
+    checker makes every divisor a positive constant); a table lookup with a missing key gives 0."""
+    ev = lambda r: eval_function(r, env)  # noqa: E731
+    if isinstance(rel, (A.PInt, A.PBool)):
         return rel.value
     if isinstance(rel, A.PVar):
-        return i if rel.name == "i" else j
+        return env[rel.name]
     if isinstance(rel, A.PNeg):
-        return -eval_relation(rel.operand, i, j)
+        return -ev(rel.operand)
     if isinstance(rel, A.PBin):
-        x, y = eval_relation(rel.left, i, j), eval_relation(rel.right, i, j)
+        x, y = ev(rel.left), ev(rel.right)
         if rel.op == "+":
             return x + y
         if rel.op == "-":
@@ -184,17 +197,21 @@ def eval_relation(rel: A.PosExpr, i, j=None):
             return np.floor_divide(x, y)
         return np.mod(x, y)
     if isinstance(rel, A.PCmp):
-        x, y = eval_relation(rel.left, i, j), eval_relation(rel.right, i, j)
-        return {
-            "==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
-            "<=": np.less_equal, ">=": np.greater_equal,
-        }[rel.op](x, y)
+        return _PCMP[rel.op](ev(rel.left), ev(rel.right))
     if isinstance(rel, A.PAnd):
-        return np.logical_and(eval_relation(rel.left, i, j), eval_relation(rel.right, i, j))
+        return np.logical_and(ev(rel.left), ev(rel.right))
     if isinstance(rel, A.POr):
-        return np.logical_or(eval_relation(rel.left, i, j), eval_relation(rel.right, i, j))
+        return np.logical_or(ev(rel.left), ev(rel.right))
     if isinstance(rel, A.PNot):
-        return np.logical_not(eval_relation(rel.operand, i, j))
+        return np.logical_not(ev(rel.operand))
+    if isinstance(rel, A.PCond):
+        return np.where(ev(rel.test), ev(rel.then), ev(rel.other))
+    if isinstance(rel, A.PTable):
+        x = np.asarray(ev(rel.index))
+        out = np.zeros(x.shape, dtype=np.int64)
+        for k, v in rel.entries:
+            out = np.where(x == k, v, out)
+        return out
     raise TypeError(f"not a relation: {rel!r}")
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import ast as A
-from .guards import GuardForm, analyze_relation, eval_relation, far_table
+from .guards import GuardForm, analyze_relation, eval_function, eval_relation, far_table
 
 _CMP = {
     "==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
@@ -145,7 +145,73 @@ def _eval(e, env: _Env) -> np.ndarray:
     if isinstance(e, A.PosPred):
         v = np.asarray(eval_relation(e.rel.expr, env.index), dtype=bool)
         return np.broadcast_to(v, (B, N)).copy() if v.ndim else np.full((B, N), bool(v))
+    if isinstance(e, A.Tokens):
+        return env.batch.ids
+    if isinstance(e, A.Indices):
+        return np.broadcast_to(env.index, (B, N))
+    if isinstance(e, A.Map):
+        args = {p: _eval(a, env).astype(np.int64) for p, a in zip(e.params, e.args)}
+        v = np.asarray(eval_function(e.body, args))
+        return np.broadcast_to(v, (B, N)).copy()
+    if isinstance(e, A.Select):
+        return _Selector(_eval(e.keys, env).astype(np.int64), _eval(e.queries, env).astype(np.int64), e.op)
+    if isinstance(e, A.SelectorWidth):
+        return _eval(e.selector, env).width()
+    if isinstance(e, A.Aggregate):
+        return _eval(e.selector, env).aggregate(_eval(e.values, env).astype(np.int64), e.reduction, e.default)
     raise TypeError(f"not a core expression: {e!r}")
+
+
+#: query-chunk size for RASP-L selectors (memory B * chunk * N booleans)
+SELECT_CHUNK = 256
+
+
+@dataclass
+class _Selector:
+    """A RASP-L selector, kept as (keys, queries, op) and applied chunk by chunk over queries:
+    query i selects key j when j <= i and ``op(keys[j], queries[i])`` (the library's convention:
+    ``pred(key, query)``)."""
+
+    keys: np.ndarray
+    queries: np.ndarray
+    op: str
+
+    def masks(self):
+        B, N = self.keys.shape
+        idx = np.arange(N)
+        for s in range(0, N, SELECT_CHUNK):
+            e = min(N, s + SELECT_CHUNK)
+            causal = idx[None, :] <= idx[s:e, None]  # (chunk, N)
+            if self.op == "true":
+                m = np.broadcast_to(causal, (B, e - s, N))
+            else:
+                m = _CMP[self.op](self.keys[:, None, :], self.queries[:, s:e, None]) & causal
+            yield s, e, m
+
+    def width(self) -> np.ndarray:
+        B, N = self.keys.shape
+        out = np.zeros((B, N), dtype=np.int64)
+        for s, e, m in self.masks():
+            out[:, s:e] = m.sum(axis=2)
+        return out
+
+    def aggregate(self, values: np.ndarray, reduction: str, default: int) -> np.ndarray:
+        B, N = self.keys.shape
+        out = np.full((B, N), default, dtype=np.int64)
+        for s, e, m in self.masks():
+            w = m.sum(axis=2)
+            has = w > 0
+            if reduction == "mean":
+                num = np.einsum("bqk,bk->bq", m.astype(np.int64), values)
+                q = np.abs(num) // np.maximum(w, 1)  # int() truncates toward zero
+                val = np.where(num < 0, -q, q)
+            else:
+                big = np.iinfo(np.int64).max
+                fill = -big if reduction == "max" else big
+                vals = np.where(m, values[:, None, :], fill)
+                val = vals.max(axis=2) if reduction == "max" else vals.min(axis=2)
+            out[:, s:e] = np.where(has, val, default)
+        return out
 
 
 def evaluate(program: A.CoreProgram, batch: Batch) -> dict[str, np.ndarray]:
@@ -153,8 +219,10 @@ def evaluate(program: A.CoreProgram, batch: Batch) -> dict[str, np.ndarray]:
     env = _Env(program, batch)
     for d in program.defs:
         v = _eval(d.expr, env)
-        env.values[d.name] = v if v.dtype == (bool if d.type == A.BOOL else np.int64) else v.astype(
-            bool if d.type == A.BOOL else np.int64)
+        if d.type != A.SELECTOR:
+            want = bool if d.type == A.BOOL else np.int64
+            v = v if v.dtype == want else v.astype(want)
+        env.values[d.name] = v
     return env.values
 
 

@@ -26,7 +26,8 @@ GRAMMAR = Path(__file__).with_name("grammar.lark")
 
 #: Names that the grammar treats as keywords (they cannot name a definition).
 KEYWORDS = frozenset(
-    "alphabet special output if else exists true false min max pos any all sum".split()
+    "alphabet special output if else exists true false min max pos any all sum "
+    "tokens indices full map seqmap select aggregate selector_width".split()
 )
 
 
@@ -210,6 +211,70 @@ class _ToAst(Transformer):
 
     def sum_(self, meta, c):
         return self._quant("sum", meta, c)
+
+    # ------------------------------------------------------------------ RASP-L
+    def rl_tokens(self, meta, c):
+        return A.Tokens(span=_span(meta))
+
+    def rl_indices(self, meta, c):
+        return A.Indices(span=_span(meta))
+
+    def rl_full(self, meta, c):
+        # full(k) is the constant sequence k: the same node as the literal, so printing is canonical
+        k = c[0]
+        if k >= 0:
+            return A.IntConst(k, span=_span(meta))
+        return A.Neg(A.IntConst(-k, span=_span(meta)), span=_span(meta))
+
+    def rl_map(self, meta, c):
+        return A.Map((str(c[0]),), c[1], (c[2],), span=_span(meta))
+
+    def rl_seqmap(self, meta, c):
+        if str(c[0]) == str(c[1]):
+            raise RaspError("seqmap's two parameters need different names", _tspan(c[1]), "write (x, y) -> ...")
+        return A.Map((str(c[0]), str(c[1])), c[2], (c[3], c[4]), span=_span(meta))
+
+    def rl_select(self, meta, c):
+        return A.Select(c[0], c[1], c[2], span=_span(meta))
+
+    def select_op(self, meta, c):
+        return str(c[0]) if c else "true"
+
+    def rl_aggregate(self, meta, c):
+        reduction, default = "mean", 0
+        if len(c) >= 3:
+            reduction = str(c[2])
+            if reduction not in ("mean", "max", "min"):
+                raise RaspError(f"unknown reduction '{reduction}'", _tspan(c[2]), "aggregate reduces with mean, max or min")
+        if len(c) == 4:
+            default = c[3]
+        return A.Aggregate(c[0], c[1], reduction, default, span=_span(meta))
+
+    def rl_width(self, meta, c):
+        return A.SelectorWidth(c[0], span=_span(meta))
+
+    def signed_int(self, meta, c):
+        return int(c[0])
+
+    def neg_int(self, meta, c):
+        return -int(c[0])
+
+    def p_cond(self, meta, c):
+        then, test, other = c
+        return A.PCond(test, then, other, span=_span(meta))
+
+    def p_sym(self, meta, c):
+        return A.PSym(_unquote(c[0]), span=_span(meta))
+
+    def table_entry(self, meta, c):
+        return (c[0], c[1])
+
+    def p_table(self, meta, c):
+        entries, index = tuple(c[:-1]), c[-1]
+        keys = [k for k, _ in entries]
+        if len(set(keys)) != len(keys):
+            raise RaspError("a lookup table lists a key twice", _span(meta), "each key once: {0: 1, 1: 0}[x]")
+        return A.PTable(entries, index, span=_span(meta))
 
     # ------------------------------------------------------------------ relations
     def p_or(self, meta, c):

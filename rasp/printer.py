@@ -97,6 +97,21 @@ def expr_to_str(e) -> str:
         return e.name
     if isinstance(e, A.Quant):
         return f"{e.op}({e.var}, {expr_to_str(e.body)})"
+    if isinstance(e, A.Tokens):
+        return "tokens"
+    if isinstance(e, A.Indices):
+        return "indices"
+    if isinstance(e, A.Map):
+        args = ", ".join(expr_to_str(a) for a in e.args)
+        if len(e.params) == 1:
+            return f"map({e.params[0]} -> {rel_to_str(e.body)}, {args})"
+        return f"seqmap(({', '.join(e.params)}) -> {rel_to_str(e.body)}, {args})"
+    if isinstance(e, A.Select):
+        return f"select({expr_to_str(e.keys)}, {expr_to_str(e.queries)}, {e.op})"
+    if isinstance(e, A.Aggregate):
+        return f"aggregate({expr_to_str(e.selector)}, {expr_to_str(e.values)}, {e.reduction}, {e.default})"
+    if isinstance(e, A.SelectorWidth):
+        return f"selector_width({expr_to_str(e.selector)})"
     raise TypeError(f"not an expression node: {e!r}")
 
 
@@ -105,6 +120,8 @@ _POR, _PAND, _PNOT, _PCMP, _PSUM, _PPROD, _PNEG, _PATOM = range(8)
 
 
 def _plevel(r) -> int:
+    if isinstance(r, A.PCond):
+        return _POR - 1
     if isinstance(r, A.POr):
         return _POR
     if isinstance(r, A.PAnd):
@@ -128,6 +145,13 @@ def _pat(r, minimum: int) -> str:
 
 
 def rel_to_str(r) -> str:
+    if isinstance(r, A.PCond):
+        return f"{_pat(r.then, _POR)} if {_pat(r.test, _POR)} else {rel_to_str(r.other)}"
+    if isinstance(r, A.PTable):
+        entries = ", ".join(f"{k}: {v}" for k, v in r.entries)
+        return f"{{{entries}}}[{rel_to_str(r.index)}]"
+    if isinstance(r, A.PSym):
+        return f'"{r.value}"'
     if isinstance(r, A.POr):
         return f"{_pat(r.left, _POR)} || {_pat(r.right, _PAND)}"
     if isinstance(r, A.PAnd):

@@ -125,6 +125,14 @@ class _Checker:
             )
             raise RaspError(f"{what} must be a {t}, but this is a {got}", e.span, hint)
 
+    def want_value(self, e, bound: set[str], what: str) -> str:
+        """A sequence value: a count or a bool (bools act as 0/1), never a selector."""
+        t = self.expr(e, bound)
+        if t == A.SELECTOR:
+            raise RaspError(f"{what} must be a sequence, not a selector", e.span,
+                            "aggregate a selector first: aggregate(sel, values)")
+        return t
+
     def symbol(self, s: A.SymRef, bound: set[str]) -> None:
         if isinstance(s, A.SymVar) and s.name not in bound:
             raise RaspError(
@@ -169,8 +177,8 @@ class _Checker:
             self.want(e.right, bound, BOOL, f"the right side of {op}")
             return BOOL
         if isinstance(e, A.Compare):
-            lt = self.expr(e.left, bound)
-            rt = self.expr(e.right, bound)
+            lt = self.want_value(e.left, bound, "a compared value")
+            rt = self.want_value(e.right, bound, "a compared value")
             if lt == rt == COUNT or (lt == rt == BOOL and e.op in ("==", "!=")):
                 return BOOL
             if lt == rt == BOOL:
@@ -183,8 +191,8 @@ class _Checker:
             return COUNT if isinstance(e, A.Count) else BOOL
         if isinstance(e, A.Cond):
             self.want(e.test, bound, BOOL, "the condition after 'if'")
-            t1 = self.expr(e.then, bound)
-            t2 = self.expr(e.other, bound)
+            t1 = self.want_value(e.then, bound, "a branch of 'if'")
+            t2 = self.want_value(e.other, bound, "a branch of 'if'")
             if t1 != t2:
                 raise RaspError(f"the branches of 'if' differ: {t1} and {t2}", e.span, "both branches need the same type")
             return t1
@@ -206,6 +214,24 @@ class _Checker:
             if e.name not in self.imports:
                 raise RaspError(f"'{e.name}' is not imported", e.span, f"add '#import {e.name}'")
             return BOOL
+        if isinstance(e, (A.Tokens, A.Indices)):
+            return COUNT
+        if isinstance(e, A.Map):
+            for a in e.args:
+                self.want_value(a, bound, f"an argument of {'map' if len(e.args) == 1 else 'seqmap'}")
+            return self.rel_type(e.body, e.params, "a map function", in_map=True)
+        if isinstance(e, A.Select):
+            self.want_value(e.keys, bound, "the keys of select")
+            self.want_value(e.queries, bound, "the queries of select")
+            return A.SELECTOR
+        if isinstance(e, (A.Aggregate, A.SelectorWidth)):
+            what = "aggregate" if isinstance(e, A.Aggregate) else "selector_width"
+            if self.expr(e.selector, bound) != A.SELECTOR:
+                raise RaspError(f"the first argument of {what} must be a selector", e.selector.span,
+                                "make one with select(keys, queries, op)")
+            if isinstance(e, A.Aggregate):
+                self.want_value(e.values, bound, "the values of aggregate")
+            return COUNT
         if isinstance(e, A.Quant):
             if e.var in bound:
                 raise RaspError(f"'{e.var}' is already bound here", e.span, "use another variable name")
@@ -234,7 +260,20 @@ class _Checker:
             raise RaspError(f"{where} needs a condition, not a number", r.span,
                             "write a comparison, e.g. j == i - 1" if "j" in allowed else "e.g. i % 2 == 0")
 
-    def rel_type(self, r, allowed, where) -> str:
+    def rel_type(self, r, allowed, where, in_map: bool = False) -> str:
+        if isinstance(r, (A.PCond, A.PTable, A.PSym)) and not in_map:
+            raise RaspError(f"conditionals, lookup tables and symbols are not allowed in {where}", r.span,
+                            "they belong in map functions: map(x -> ..., s)")
+        if isinstance(r, A.PSym):
+            return COUNT
+        if isinstance(r, A.PTable):
+            self.rel_want(r.index, allowed, where, COUNT, in_map)
+            return COUNT
+        if isinstance(r, A.PCond):
+            self.rel_want(r.test, allowed, where, BOOL, in_map)
+            t = self.rel_type(r.then, allowed, where, in_map)
+            self.rel_want(r.other, allowed, where, t, in_map)
+            return t
         if isinstance(r, A.PVar):
             if r.name not in allowed:
                 hint = ("pos[...] is a predicate of i alone" if r.name == "j"
@@ -246,11 +285,11 @@ class _Checker:
         if isinstance(r, A.PBool):
             return BOOL
         if isinstance(r, A.PNeg):
-            self.rel_want(r.operand, allowed, where, COUNT)
+            self.rel_want(r.operand, allowed, where, COUNT, in_map)
             return COUNT
         if isinstance(r, A.PBin):
-            self.rel_want(r.left, allowed, where, COUNT)
-            self.rel_want(r.right, allowed, where, COUNT)
+            self.rel_want(r.left, allowed, where, COUNT, in_map)
+            self.rel_want(r.right, allowed, where, COUNT, in_map)
             if r.op in "/%" and not (isinstance(r.right, A.PInt) and r.right.value > 0):
                 raise RaspError(
                     f"'{r.op}' needs a positive integer constant on its right", r.right.span,
@@ -258,20 +297,20 @@ class _Checker:
                 )
             return COUNT
         if isinstance(r, A.PCmp):
-            self.rel_want(r.left, allowed, where, COUNT)
-            self.rel_want(r.right, allowed, where, COUNT)
+            self.rel_want(r.left, allowed, where, COUNT, in_map)
+            self.rel_want(r.right, allowed, where, COUNT, in_map)
             return BOOL
         if isinstance(r, (A.PAnd, A.POr)):
-            self.rel_want(r.left, allowed, where, BOOL)
-            self.rel_want(r.right, allowed, where, BOOL)
+            self.rel_want(r.left, allowed, where, BOOL, in_map)
+            self.rel_want(r.right, allowed, where, BOOL, in_map)
             return BOOL
         if isinstance(r, A.PNot):
-            self.rel_want(r.operand, allowed, where, BOOL)
+            self.rel_want(r.operand, allowed, where, BOOL, in_map)
             return BOOL
         raise TypeError(f"unexpected relation node {r!r}")
 
-    def rel_want(self, r, allowed, where, t) -> None:
-        got = self.rel_type(r, allowed, where)
+    def rel_want(self, r, allowed, where, t, in_map: bool = False) -> None:
+        got = self.rel_type(r, allowed, where, in_map)
         if got != t:
             raise RaspError(f"expected a {'number' if t == COUNT else 'condition'} here", r.span,
                             "compare positions with ==, <, <=; combine conditions with && || !")
