@@ -1,7 +1,7 @@
 """The oracle: a naive C-RASP evaluator written straight from the definitions.
 
-Nothing here is clever on purpose. Every definition is evaluated at every position with plain
-Python loops over positions; a count ``#[g] P`` at position i loops over j = 0..i and evaluates the
+Nothing here is clever on purpose. Every expression is evaluated at every position with plain
+Python loops over positions (one list of values per node); a count ``#[g] P`` at position i loops over j = 0..i and evaluates the
 relation g(i, j) on Python ints (``/`` is ``//`` and ``%`` is ``%``, Python's floor semantics). It
 does not use :mod:`rasp.interp` or :mod:`rasp.guards`; it only reads the core program
 (:class:`rasp.ast.CoreProgram`, i.e. ``program.core``).
@@ -78,52 +78,61 @@ def compare(op: str, x, y) -> bool:
 
 
 # ---------------------------------------------------------------------- expressions
-def value_at(e, i: int, tokens: list[str], values: dict[str, list]):
-    """The value of core expression ``e`` at position ``i``; ``values`` holds earlier definitions."""
+def column(e, tokens: list[str], values: dict[str, list]) -> list:
+    """The values of core expression ``e`` at positions 0..n-1 (``values``: earlier definitions).
+
+    Each node is evaluated position by position with a plain loop; a count loops over j = 0..i.
+    """
+    n = len(tokens)
     if isinstance(e, A.Tok):
-        return tokens[i] == e.symbol.value
+        return [tokens[i] == e.symbol.value for i in range(n)]
     if isinstance(e, A.BoolConst):
-        return e.value
+        return [e.value for i in range(n)]
     if isinstance(e, A.IntConst):
-        return e.value
+        return [e.value for i in range(n)]
     if isinstance(e, A.Ref):
-        return values[e.name][i]
+        return list(values[e.name])
     if isinstance(e, A.Not):
-        return not value_at(e.operand, i, tokens, values)
-    if isinstance(e, A.And):
-        left = value_at(e.left, i, tokens, values)
-        right = value_at(e.right, i, tokens, values)
-        return left and right
-    if isinstance(e, A.Or):
-        left = value_at(e.left, i, tokens, values)
-        right = value_at(e.right, i, tokens, values)
-        return left or right
-    if isinstance(e, A.Compare):
-        return compare(e.op, value_at(e.left, i, tokens, values), value_at(e.right, i, tokens, values))
-    if isinstance(e, A.Count):
-        total = 0
-        for j in range(0, i + 1):  # j <= i always
-            if e.guard is not None and not rel_value(e.guard.expr, i, j):
-                continue
-            if value_at(e.body, j, tokens, values):
-                total += 1
-        return total
-    if isinstance(e, A.Cond):
-        if value_at(e.test, i, tokens, values):
-            return value_at(e.then, i, tokens, values)
-        return value_at(e.other, i, tokens, values)
-    if isinstance(e, A.Add):
-        return value_at(e.left, i, tokens, values) + value_at(e.right, i, tokens, values)
-    if isinstance(e, A.Sub):
-        return value_at(e.left, i, tokens, values) - value_at(e.right, i, tokens, values)
-    if isinstance(e, A.Scale):
-        return e.k * value_at(e.operand, i, tokens, values)
-    if isinstance(e, A.Min):
-        return min(value_at(e.left, i, tokens, values), value_at(e.right, i, tokens, values))
-    if isinstance(e, A.Max):
-        return max(value_at(e.left, i, tokens, values), value_at(e.right, i, tokens, values))
+        x = column(e.operand, tokens, values)
+        return [not x[i] for i in range(n)]
     if isinstance(e, A.PosPred):
-        return bool(rel_value(e.rel.expr, i))
+        return [bool(rel_value(e.rel.expr, i)) for i in range(n)]
+    if isinstance(e, A.Count):
+        body = column(e.body, tokens, values)
+        out = []
+        for i in range(n):
+            total = 0
+            for j in range(0, i + 1):  # j <= i always
+                if e.guard is not None and not rel_value(e.guard.expr, i, j):
+                    continue
+                if body[j]:
+                    total += 1
+            out.append(total)
+        return out
+    if isinstance(e, A.Cond):
+        test = column(e.test, tokens, values)
+        then = column(e.then, tokens, values)
+        other = column(e.other, tokens, values)
+        return [then[i] if test[i] else other[i] for i in range(n)]
+    if isinstance(e, A.Scale):
+        x = column(e.operand, tokens, values)
+        return [e.k * x[i] for i in range(n)]
+    x = column(e.left, tokens, values)
+    y = column(e.right, tokens, values)
+    if isinstance(e, A.And):
+        return [bool(x[i]) and bool(y[i]) for i in range(n)]
+    if isinstance(e, A.Or):
+        return [bool(x[i]) or bool(y[i]) for i in range(n)]
+    if isinstance(e, A.Compare):
+        return [compare(e.op, x[i], y[i]) for i in range(n)]
+    if isinstance(e, A.Add):
+        return [x[i] + y[i] for i in range(n)]
+    if isinstance(e, A.Sub):
+        return [x[i] - y[i] for i in range(n)]
+    if isinstance(e, A.Min):
+        return [min(x[i], y[i]) for i in range(n)]
+    if isinstance(e, A.Max):
+        return [max(x[i], y[i]) for i in range(n)]
     raise TypeError(f"not a core expression: {e!r}")
 
 
@@ -135,11 +144,8 @@ def naive_values(core: A.CoreProgram, tokens) -> dict[str, list]:
             raise ValueError(f"token {t!r} at position {p} is not in {core.symbols}")
     values: dict[str, list] = {}
     for d in core.defs:
-        column = []
-        for i in range(len(tokens)):
-            v = value_at(d.expr, i, tokens, values)
-            column.append(bool(v) if d.type == A.BOOL else int(v))
-        values[d.name] = column
+        col = column(d.expr, tokens, values)
+        values[d.name] = [bool(v) if d.type == A.BOOL else int(v) for v in col]
     return values
 
 
