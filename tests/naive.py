@@ -16,6 +16,8 @@ It is slow (O(n^2) per count): keep inputs to a few hundred tokens.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 from rasp import ast as A
 
 
@@ -117,6 +119,8 @@ def column(e, tokens: list[str], values: dict[str, list]) -> list:
     if isinstance(e, A.Scale):
         x = column(e.operand, tokens, values)
         return [e.k * x[i] for i in range(n)]
+    if isinstance(e, (A.Tokens, A.Indices, A.Map, A.Select, A.Aggregate, A.SelectorWidth)):
+        return raspl_column(e, tokens, values)
     x = column(e.left, tokens, values)
     y = column(e.right, tokens, values)
     if isinstance(e, A.And):
@@ -136,16 +140,95 @@ def column(e, tokens: list[str], values: dict[str, list]) -> list:
     raise TypeError(f"not a core expression: {e!r}")
 
 
+# ---------------------------------------------------------------------- RASP-L (Zhou et al.)
+#: key under which naive_values passes the token codes (index in alphabet + special) to column()
+CODES = "<token codes>"
+
+
+def fn_value(r, env: dict):
+    """A map function's body on Python ints; ``env`` binds its parameters (``/`` is ``//``)."""
+    if isinstance(r, (A.PInt, A.PBool)):
+        return r.value
+    if isinstance(r, A.PVar):
+        return env[r.name]
+    if isinstance(r, A.PNeg):
+        return -fn_value(r.operand, env)
+    if isinstance(r, A.PBin):
+        x, y = fn_value(r.left, env), fn_value(r.right, env)
+        return {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
+                "/": lambda: x // y, "%": lambda: x % y}[r.op]()
+    if isinstance(r, A.PCmp):
+        return compare(r.op, fn_value(r.left, env), fn_value(r.right, env))
+    if isinstance(r, A.PAnd):
+        return bool(fn_value(r.left, env)) and bool(fn_value(r.right, env))
+    if isinstance(r, A.POr):
+        return bool(fn_value(r.left, env)) or bool(fn_value(r.right, env))
+    if isinstance(r, A.PNot):
+        return not fn_value(r.operand, env)
+    if isinstance(r, A.PCond):
+        return fn_value(r.then, env) if fn_value(r.test, env) else fn_value(r.other, env)
+    if isinstance(r, A.PTable):
+        return dict(r.entries).get(int(fn_value(r.index, env)), 0)  # a missing key gives 0
+    raise TypeError(f"not a map function node: {r!r}")
+
+
+def selected(keys: list, queries: list, op: str) -> list[list[int]]:
+    """For each query i, the keys j <= i (causal) with ``op(keys[j], queries[i])``."""
+    rows = []
+    for i in range(len(queries)):
+        row = []
+        for j in range(0, i + 1):
+            if op == "true" or compare(op, int(keys[j]), int(queries[i])):
+                row.append(j)
+        rows.append(row)
+    return rows
+
+
+def raspl_column(e, tokens: list[str], values: dict[str, list]) -> list:
+    """tokens / indices / map / seqmap / select / aggregate / selector_width, loop by loop.
+
+    A selector's column holds, at query i, the list of selected key positions j."""
+    n = len(tokens)
+    if isinstance(e, A.Tokens):
+        return list(values[CODES])
+    if isinstance(e, A.Indices):
+        return list(range(n))
+    if isinstance(e, A.Map):
+        args = [column(a, tokens, values) for a in e.args]
+        return [fn_value(e.body, {p: int(a[i]) for p, a in zip(e.params, args)}) for i in range(n)]
+    if isinstance(e, A.Select):
+        return selected(column(e.keys, tokens, values), column(e.queries, tokens, values), e.op)
+    if isinstance(e, A.SelectorWidth):
+        return [len(row) for row in column(e.selector, tokens, values)]
+    if isinstance(e, A.Aggregate):
+        rows = column(e.selector, tokens, values)
+        vals = [int(v) for v in column(e.values, tokens, values)]
+        out = []
+        for i in range(n):
+            picked = [vals[j] for j in rows[i]]
+            if not picked:
+                out.append(e.default)
+            elif e.reduction == "mean":
+                out.append(int(Fraction(sum(picked), len(picked))))  # truncates toward zero
+            elif e.reduction == "max":
+                out.append(max(picked))
+            else:
+                out.append(min(picked))
+        return out
+    raise TypeError(f"not a RASP-L expression: {e!r}")
+
+
 def naive_values(core: A.CoreProgram, tokens) -> dict[str, list]:
     """{definition name: [value at each position]} for one input (a list of token strings)."""
     tokens = tokens.split() if isinstance(tokens, str) else list(tokens)
     for p, t in enumerate(tokens):
         if t not in core.symbols:
             raise ValueError(f"token {t!r} at position {p} is not in {core.symbols}")
-    values: dict[str, list] = {}
+    values: dict[str, list] = {CODES: [core.symbols.index(t) for t in tokens]}
     for d in core.defs:
         col = column(d.expr, tokens, values)
-        values[d.name] = [bool(v) if d.type == A.BOOL else int(v) for v in col]
+        values[d.name] = col if d.type == A.SELECTOR else [bool(v) if d.type == A.BOOL else int(v) for v in col]
+    del values[CODES]
     return values
 
 
