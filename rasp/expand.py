@@ -76,7 +76,8 @@ def resolve_alphabet(module: A.Module, checked: Checked, override: tuple[str, ..
     else:
         alphabet = tuple(s for s in mentioned_symbols(module) if s not in special)
     if not alphabet:
-        raise RaspError("the program has an empty alphabet", None,
+        where = checked.alphabet or next((s for s in module.statements if isinstance(s, A.Definition)), None)
+        raise RaspError("the program has an empty alphabet", where.span if where else None,
                         "declare one: 'alphabet a b c', or pass --alphabet")
     return tuple(alphabet), tuple(special)
 

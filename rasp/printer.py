@@ -94,7 +94,7 @@ def expr_to_str(e) -> str:
     if isinstance(e, A.PosPred):
         return f"pos[{rel_to_str(e.rel.expr)}]"
     if isinstance(e, A.PosName):
-        return e.name
+        return f"pos[{e.name}]"  # a bare name parses as a reference (Ref), not as PosName
     if isinstance(e, A.Quant):
         return f"{e.op}({e.var}, {expr_to_str(e.body)})"
     if isinstance(e, A.Tokens):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from . import ast as A
 from . import builtins
-from .errors import RaspError
+from .errors import RaspError, Span
 
 BOOL, COUNT = A.BOOL, A.COUNT
 
@@ -323,7 +323,7 @@ class _Checker:
                 if isinstance(s, A.Definition):
                     last = s
             if last is None:
-                raise RaspError("the program defines nothing", None, "write at least one definition NAME = expression")
+                raise RaspError("the program defines nothing", Span(1, 1, 1, 2), "write at least one definition NAME = expression")
             if last.params or self.types[last.name] != BOOL:
                 raise RaspError(
                     f"the last definition '{last.name}' is the output and must be a plain bool", last.span,

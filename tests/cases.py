@@ -473,4 +473,8 @@ CASES: list[Case] = [
     Case("gen-nothing", GEN_NOTHING, "a", []),
     Case("gen-balance", GEN_BALANCE, "a a a b", ["b", "b"]),
     Case("gen-balance-done", GEN_BALANCE, "a b", []),
+    # shrunk counterexample (tests/test_properties.py, parse(print(p)) == p): the printer wrote
+    # pos[pos_even] as bare `pos_even`, which parses back as a reference, not a positional name
+    Case("shrunk_print_posname_1", 'alphabet a b\n#import pos_even\nP0 = pos[pos_even]\n', "a b a", True),
+    Case("shrunk_print_posname_2", 'alphabet a b\n#import pos_even\nP0 = pos[pos_even]\n', "a b", False),
 ]
