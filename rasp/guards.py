@@ -137,6 +137,8 @@ def _formula(r) -> GuardForm:
         if a == 0 and b == 0:
             return GuardForm(0, period)
         if a + b != 0:
+            if _constant_on_domain(r.op, a, b, c, lo, hi) is not None:
+                return GuardForm(0, 1)  # e.g. j >= 0: the same for every 0 <= j <= i
             what = "the counted position j" if a == 0 else "the current position i" if b == 0 else "i and j"
             return _raise(
                 "translation invariance",
@@ -147,6 +149,29 @@ def _formula(r) -> GuardForm:
         window = max(0, math.floor(bound) + 1)
         return GuardForm(window, period)
     raise TypeError(f"not a formula: {r!r}")
+
+
+def _constant_on_domain(op: str, a, b, c, lo, hi) -> bool | None:
+    """The value of ``t op 0`` when it is the same at every 0 <= j <= i, else None.
+
+    t = a*i + b*j + c + p = (a + b)*j + a*d + c + p with j, d = i - j >= 0 and lo <= p <= hi, so t
+    is bounded below by c + lo when a + b >= 0 and a >= 0, and above by c + hi when both are <= 0.
+    A bound that decides the comparison (``j >= 0``, ``i + j > -1``) makes the atom constant; the
+    answer is sound, never a guess (None only means "not shown constant")."""
+    s = a + b
+    if s > 0 and a >= 0:
+        m = c + lo  # t >= m
+        table = {">=": True if m >= 0 else None, ">": True if m > 0 else None,
+                 "<": False if m >= 0 else None, "<=": False if m > 0 else None,
+                 "==": False if m > 0 else None, "!=": True if m > 0 else None}
+    elif s < 0 and a <= 0:
+        m = c + hi  # t <= m
+        table = {"<=": True if m <= 0 else None, "<": True if m < 0 else None,
+                 ">": False if m <= 0 else None, ">=": False if m < 0 else None,
+                 "==": False if m < 0 else None, "!=": True if m < 0 else None}
+    else:
+        return None
+    return table[op]
 
 
 def _raise(condition, message, span):

@@ -190,10 +190,19 @@ def rewrite_expr(e):
     kids = {}
     for f in dataclasses.fields(e):
         v = getattr(e, f.name)
-        if f.name in ("guard", "span", "rel") or not dataclasses.is_dataclass(v):
+        if f.name in ("guard", "span", "rel"):
             continue
-        kids[f.name] = rewrite_expr(v)
+        if isinstance(v, tuple) and any(dataclasses.is_dataclass(x) for x in v):  # e.g. map arguments
+            kids[f.name] = tuple(rewrite_expr(x) if dataclasses.is_dataclass(x) else x for x in v)
+        elif dataclasses.is_dataclass(v):
+            kids[f.name] = rewrite_expr(v)
     node = dataclasses.replace(e, **kids) if kids else e
+    if isinstance(node, A.PosPred):
+        # a periodic predicate with minimal period 1 is a constant: no positional information
+        t = regular_table(node.rel.expr)
+        if t is not None and t.period == 1:
+            return A.BoolConst(bool(t.far[0, 0]), span=node.span)
+        return node
     if isinstance(node, (A.Count, A.Exists)) and isinstance(node.guard, A.Rel):
         if local_offset(node.guard) is not None:
             return node

@@ -1,0 +1,540 @@
+"""Which length-generalizing class a program lies in, why, and what the theory then promises.
+
+``check(program) -> Verdict`` decides the **smallest fragment** containing the program:
+
+=========================  ==============  ==============================================
+fragment                   guarantee       positional operations after rewriting
+=========================  ==============  ==============================================
+``C-RASP``                 guaranteed      none (the NoPE setting)
+``C-RASP[local]``          guaranteed      counts ``#[j == i - d] P`` with d >= 1
+``C-RASP[periodic]``       guaranteed      periodic ``pos[...]`` (period >= 2)
+``C-RASP[periodic,local]`` guaranteed      both
+``none``                   none            a relation that is not (window, period)-regular
+=========================  ==============  ==============================================
+
+"guaranteed" is Huang et al. 2025 (arXiv 2410.02140), Theorem 7: a Limit Transformer with periodic
+and local positional terms computes every C-RASP[periodic,local] program, and the idealized learner
+(fit all inputs up to length n, minimize the regularizer) is correct at **all** lengths once n is
+large enough. No bound on that n is printed: none is computable in general (theory.md, Bounds).
+
+**Semantic, not syntactic.** Each guard and positional predicate is analysed exactly by
+:mod:`rasp.guards` and rewritten by :mod:`rasp.rewrite` into the normal form (counts ``#P`` and
+``#[j == i - d] P``, periodic ``pos[i % M == r]``, branches over ``i % M``) with the *minimal* window
+and period. The fragment is read off the rewritten program, so ``#[j == i - 1]``, ``#[i - j == 1]``
+and ``#[j + 1 == i]`` are one local relation, ``#[j <= i - 2] P`` is ``#P - #[j == i] P -
+#[j == i - 1] P`` (local), ``#[(i - j) % 2 == 0]`` is a periodic case split, and ``#[true]``,
+``#[j <= i]``, ``#[j >= 0]`` are plain counts. The rewritten program is the proof of membership
+(``rasp check --explain`` prints it; the tests check it evaluates identically).
+
+**Offset 0.** ``#[j == i] P`` counts only position i itself: it is ``1 if P else 0``, a C-RASP
+conditional with constants that reads no positional information. It therefore does **not** make a
+program local; the verdict reports such counts separately (``self_counts``), and ``local_offsets``
+lists only d >= 1.
+
+**Depth** is the nesting of counting operations in the rewritten core program: a leaf has depth 0,
+``#[g] P`` has depth 1 + depth(P) (except ``#[j == i] P``, which is ``1 if P else 0`` and adds no
+level), every other operation the maximum over its operands, and a
+reference the depth of the definition it names (so depth propagates through definitions). The
+program's depth is the maximum over all its definitions. Positional predicates and guards add
+nothing. **counts** is the number of counting operations (count nodes) in the rewritten core
+program, after families are expanded.
+
+**Outside.** A relation that depends on absolute position (``j <= 3``, ``j == i / 2``), multiplies
+positions (``j * j == i``), or a ``pos[...]`` that is not periodic (``pos[i <= 5]``) puts the program
+outside every fragment: each such atom becomes a :class:`Reason` with its exact source span and the
+condition of the theorem that fails (``translation invariance``, ``locality``, ``periodicity``).
+Operations that are not C-RASP at all (the RASP-L primitives ``select``, ``aggregate``, ``map``...)
+are reasons with condition ``C-RASP operations``.
+
+**Tasks.** A verdict is about a program: a program outside the class does not put its task outside.
+When the program file belongs to a registered task (:func:`rasp.tasks.task_for_program`), the
+verdict also carries the task's *published* result (:class:`TaskResult`), labelled as such.
+
+**Extension point (RASP-L).** :data:`FRAGMENTS` and :data:`GUARANTEES` already list ``RASP-L``
+(guarantee ``conjectured``: the RASP-L conjecture of Zhou et al., arXiv 2310.16028). Its analysis
+plugs into :func:`check` where marked: a program outside every C-RASP fragment whose reasons are all
+of condition ``C-RASP operations`` is handed to the RASP-L analysis, which returns the verdict with
+fragment ``RASP-L`` (or ``none`` with its own reasons).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import ast as A
+from .errors import Span
+from .guards import NotRegular, analyze_relation
+from .printer import expr_to_str, module_to_str, rel_to_str
+from .program import Program
+from .rewrite import local_offset, regular_table, rewrite_core, rewrite_module
+
+#: every fragment a verdict can name, from the strongest guarantee to none
+FRAGMENTS: tuple[str, ...] = (
+    "C-RASP", "C-RASP[local]", "C-RASP[periodic]", "C-RASP[periodic,local]", "RASP-L", "none",
+)
+CRASP_FRAGMENTS: tuple[str, ...] = FRAGMENTS[:4]
+
+#: fragment -> what the theory promises
+GUARANTEES: dict[str, str] = {
+    "C-RASP": "guaranteed",
+    "C-RASP[local]": "guaranteed",
+    "C-RASP[periodic]": "guaranteed",
+    "C-RASP[periodic,local]": "guaranteed",
+    "RASP-L": "conjectured",
+    "none": "none",
+}
+
+#: guarantee levels, strongest first (``--require LEVEL`` accepts LEVEL and anything stronger)
+LEVELS: tuple[str, ...] = ("guaranteed", "conjectured", "none")
+
+_HUANG = "Huang et al. 2025, \"A Formal Framework for Understanding Length Generalization in Transformers\" (ICLR 2025, arXiv 2410.02140), Theorem 7"
+_PROMISE = ("an idealized learner that fits all inputs up to some length n while minimizing its regularizer "
+            "is correct at every length once n is large enough (no bound on n is known in general)")
+
+#: fragment -> the result the verdict rests on, in one line
+THEOREMS: dict[str, str] = {
+    "C-RASP": f"{_HUANG}: {_PROMISE}. No positional relations are used, so NoPE (no positional encoding) suffices.",
+    "C-RASP[local]": f"{_HUANG}: {_PROMISE}. Needs local positional attention terms (APE): relations j = i - d.",
+    "C-RASP[periodic]": f"{_HUANG}: {_PROMISE}. Needs periodic positional encodings (APE): predicates of i mod M.",
+    "C-RASP[periodic,local]": f"{_HUANG}: {_PROMISE}. Needs periodic and local positional terms (APE).",
+    "RASP-L": "RASP-L conjecture (Zhou et al. 2023, \"What Algorithms can Transformers Learn?\", arXiv 2310.16028): "
+              "transformers tend to length-generalize on tasks with a short RASP-L program. A conjecture, not a theorem.",
+    "none": "No theorem applies to this program (it lies outside C-RASP[periodic,local]). "
+            "This is a statement about the program, not about the task it computes.",
+}
+
+#: what Theorem 7 asks of positional relations, per condition a reason can name
+CONDITIONS: dict[str, str] = {
+    "translation invariance": "guards that depend only on the distance i - j (and on i mod M)",
+    "locality": "guards that single out finitely many distances i - j, up to periodic case splits",
+    "periodicity": "positional predicates periodic in i (phi(i) = phi(i + M))",
+    "C-RASP operations": "only C-RASP operations (counts, comparisons, Boolean and linear arithmetic)",
+}
+
+#: core node classes that C-RASP has (everything else, e.g. the RASP-L primitives, is outside)
+CRASP_NODES = (
+    A.Tok, A.BoolConst, A.IntConst, A.Ref, A.Not, A.And, A.Or, A.Compare, A.Count, A.Cond, A.Add,
+    A.Sub, A.Scale, A.Min, A.Max, A.PosPred,
+)
+#: relation node classes guards and predicates are made of
+_REL_NODES = (A.PVar, A.PInt, A.PBool, A.PBin, A.PNeg, A.PCmp, A.PAnd, A.POr, A.PNot)
+
+
+# ---------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Reason:
+    """Why a program is outside: the theorem's condition that fails, and the exact source span."""
+
+    condition: str  # a key of CONDITIONS
+    message: str
+    span: Span | None
+    text: str = ""  # the offending relation or operation, as source text
+
+    @property
+    def line(self) -> int | None:
+        return self.span.line if self.span else None
+
+    @property
+    def col(self) -> int | None:
+        return self.span.column if self.span else None
+
+    def to_json(self) -> dict:
+        sp = self.span
+        return {
+            "line": sp.line if sp else None,
+            "col": sp.column if sp else None,
+            "end_line": sp.end_line if sp else None,
+            "end_col": sp.end_column if sp else None,
+            "condition": self.condition,
+            "message": self.message,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """A *published* result about the task a program file belongs to (not about the program)."""
+
+    name: str
+    published_in_class: bool
+    published_nope: bool | None
+    citation: str
+    statement: str
+    source: str | None = None
+
+    @property
+    def label(self) -> str:
+        if not self.published_in_class:
+            return "not in C-RASP[periodic,local]"
+        if self.published_nope is True:
+            return "in C-RASP (NoPE suffices)"
+        if self.published_nope is False:
+            return "in C-RASP[periodic,local], not with NoPE"
+        return "in C-RASP[periodic,local]"
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name, "published_in_class": self.published_in_class,
+            "published_nope": self.published_nope, "label": self.label, "citation": self.citation,
+            "statement": self.statement, "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class Fact:
+    """Where a positional feature of the verdict comes from (first occurrence in the source)."""
+
+    span: Span | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The checker's answer for one program (see the module docstring for every field's meaning)."""
+
+    program: str
+    fragment: str
+    guarantee: str
+    theorem: str
+    reasons: tuple[Reason, ...]
+    local_offsets: tuple[int, ...]  # d >= 1 with a count #[j == i - d] after rewriting
+    self_counts: int  # counts #[j == i] P (d = 0): no positional information, not local
+    periods: tuple[int, ...]  # minimal periods >= 2 of pos[...] after rewriting
+    depth: int
+    counts: int
+    alphabet_size: int
+    special: tuple[str, ...]
+    rewritten: A.Module | None  # the surface program after rewriting; None when nothing changed
+    rewritten_core: A.CoreProgram
+    rewrites: tuple[tuple[A.Definition, A.Definition], ...]  # (original, rewritten) definitions that changed
+    task: TaskResult | None = None
+    evidence: dict = field(default_factory=dict, compare=False)  # "local 1" / "period 2" -> Fact
+    source: str | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def in_class(self) -> bool:
+        return self.fragment in CRASP_FRAGMENTS
+
+    @property
+    def rewritten_source(self) -> str | None:
+        return module_to_str(self.rewritten) if self.rewritten is not None else None
+
+    def meets(self, level: str) -> bool:
+        """Whether the guarantee is ``level`` or stronger (``guaranteed`` > ``conjectured`` > ``none``)."""
+        return LEVELS.index(self.guarantee) <= LEVELS.index(level)
+
+    def to_json(self) -> dict:
+        return {
+            "program": self.program,
+            "fragment": self.fragment,
+            "guarantee": self.guarantee,
+            "theorem": self.theorem,
+            "reasons": [r.to_json() for r in self.reasons],
+            "local_offsets": list(self.local_offsets),
+            "self_counts": self.self_counts,
+            "periods": list(self.periods),
+            "depth": self.depth,
+            "counts": self.counts,
+            "alphabet_size": self.alphabet_size,
+            "special": list(self.special),
+            "rewritten": self.rewritten_source,
+            "task": self.task.to_json() if self.task else None,
+        }
+
+
+# ---------------------------------------------------------------------------- the analysis
+def _walk_core(e):
+    """Every node of a core expression (pre-order), including nodes of non-C-RASP operations."""
+    yield e
+    kids = A.children(e)
+    if not kids and dataclasses.is_dataclass(e) and not isinstance(e, CRASP_NODES):
+        # unknown (e.g. RASP-L) nodes: descend into every expression-valued field
+        for f in dataclasses.fields(e):
+            v = getattr(e, f.name)
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if dataclasses.is_dataclass(x) and not isinstance(x, _REL_NODES + (A.SymLit, A.SymVar)):
+                    yield from _walk_core(x)
+        return
+    for c in kids:
+        yield from _walk_core(c)
+
+
+def _rel_nodes(r):
+    yield r
+    if dataclasses.is_dataclass(r):
+        for f in dataclasses.fields(r):
+            v = getattr(r, f.name)
+            if f.name != "span" and dataclasses.is_dataclass(v):
+                yield from _rel_nodes(v)
+
+
+def _text(node) -> str:
+    try:
+        if isinstance(node, _REL_NODES):
+            return rel_to_str(node)
+        return expr_to_str(node)
+    except TypeError:
+        return type(node).__name__
+
+
+def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason | None:
+    """The reason a guard (``unary=False``) or a ``pos[...]`` predicate is outside, or None."""
+    for n in _rel_nodes(rel.expr):
+        if not isinstance(n, _REL_NODES):
+            return Reason("C-RASP operations", f"{type(n).__name__} is not a position relation",
+                          n.span or rel.span or fallback, _text(n))
+    form = analyze_relation(rel.expr)
+    if not isinstance(form, NotRegular):
+        return None
+    span = form.span or rel.span or fallback
+    culprit = _find_at(rel.expr, form.span)
+    text = _text(culprit) if culprit is not None else _text(rel.expr)
+    if unary:
+        condition = "periodicity"
+        why = ("depends on the absolute position i, so it is not periodic"
+               if form.condition == "translation invariance" else form.message)
+        message = f"in a positional predicate, {text!r} {why}; Theorem 7 needs {CONDITIONS[condition]}"
+    else:
+        condition = form.condition
+        message = f"in a guard, {text!r} {form.message}; Theorem 7 needs {CONDITIONS[condition]}"
+    return Reason(condition, message, span, text)
+
+
+def _find_at(rel, span):
+    if span is None:
+        return None
+    for n in _rel_nodes(rel):
+        if getattr(n, "span", None) == span:
+            return n
+    return None
+
+
+def _reasons(core: A.CoreProgram) -> list[Reason]:
+    found: dict[tuple, Reason] = {}
+    analysed: dict[int, None] = {}
+    for d in core.defs:
+        for node in _walk_core(d.expr):
+            reason = None
+            if isinstance(node, A.Count) and isinstance(node.guard, A.Rel):
+                if id(node.guard) in analysed:
+                    continue
+                analysed[id(node.guard)] = None
+                reason = _relation_reason(node.guard, node.span, unary=False)
+            elif isinstance(node, A.PosPred):
+                if id(node.rel) in analysed:
+                    continue
+                analysed[id(node.rel)] = None
+                reason = _relation_reason(node.rel, node.span, unary=True)
+            elif not isinstance(node, CRASP_NODES):
+                name = type(node).__name__
+                reason = Reason("C-RASP operations",
+                                f"{_text(node)!r} uses the RASP-L primitive {name}, which is not a C-RASP operation",
+                                node.span, _text(node))
+            if reason is not None:
+                key = (reason.span.line if reason.span else 0, reason.span.column if reason.span else 0,
+                       reason.condition, reason.message)
+                found.setdefault(key, reason)
+    return [found[k] for k in sorted(found, key=lambda k: (k[0], k[1], k[2], k[3]))]
+
+
+def _depths(core: A.CoreProgram) -> int:
+    depth: dict[str, int] = {}
+
+    def of(e) -> int:
+        if isinstance(e, A.Ref):
+            return depth.get(e.name, 0)
+        kids = A.children(e)
+        inner = max((of(c) for c in kids), default=0)
+        if isinstance(e, A.Count) and not (isinstance(e.guard, A.Rel) and local_offset(e.guard) == 0):
+            return inner + 1
+        return inner  # #[j == i] P is '1 if P else 0': no counting layer
+
+    for d in core.defs:  # dependency order
+        depth[d.name] = of(d.expr)
+    return max(depth.values(), default=0)
+
+
+def _positional_facts(core: A.CoreProgram):
+    """(local offsets d >= 1, self counts, periods >= 2, count nodes, evidence) of a rewritten core."""
+    offsets: set[int] = set()
+    periods: set[int] = set()
+    self_counts = counts = 0
+    evidence: dict[str, Fact] = {}
+    for d in core.defs:
+        for node in _walk_core(d.expr):
+            if isinstance(node, A.Count):
+                counts += 1
+                if isinstance(node.guard, A.Rel):
+                    off = local_offset(node.guard)
+                    if off == 0:
+                        self_counts += 1
+                    elif off is not None:
+                        offsets.add(off)
+                        evidence.setdefault(f"local {off}", Fact(node.span, _text(node)))
+            elif isinstance(node, A.PosPred):
+                table = regular_table(node.rel.expr)
+                if table is not None and table.period >= 2:
+                    periods.add(table.period)
+                    evidence.setdefault(f"period {table.period}", Fact(node.span, _text(node)))
+    return tuple(sorted(offsets)), self_counts, tuple(sorted(periods)), counts, evidence
+
+
+def _fragment(offsets, periods) -> str:
+    if offsets and periods:
+        return "C-RASP[periodic,local]"
+    if offsets:
+        return "C-RASP[local]"
+    if periods:
+        return "C-RASP[periodic]"
+    return "C-RASP"
+
+
+def task_result(program: Program) -> TaskResult | None:
+    """The published result about the task ``program``'s file belongs to, if the registry knows it."""
+    if not program.filename:
+        return None
+    try:
+        from . import tasks  # the registry; imported lazily (it is optional for the checker)
+    except ImportError:
+        return None
+    finder = getattr(tasks, "task_for_program", None)
+    if finder is None:
+        return None
+    task = finder(Path(program.filename))
+    if task is None:
+        return None
+    return TaskResult(
+        name=str(task.name),
+        published_in_class=bool(task.published_in_class),
+        published_nope=getattr(task, "published_nope", None),
+        citation=str(getattr(task, "citation", "") or ""),
+        statement=str(getattr(task, "statement", "") or ""),
+        source=getattr(task, "source", None),
+    )
+
+
+def check(program: Program, *, name: str | None = None, with_task: bool = True) -> Verdict:
+    """The smallest fragment containing ``program``, the guarantee it earns, and the facts behind it."""
+    core = program.core
+    reasons = _reasons(core)
+    rewritten_core = rewrite_core(core)
+    offsets, self_counts, periods, counts, evidence = _positional_facts(rewritten_core)
+    rewritten_module = rewrite_module(program.module)
+    rewrites = tuple(
+        (s, t) for s, t in zip(program.module.statements, rewritten_module.statements)
+        if isinstance(s, A.Definition) and s != t
+    )
+    if reasons:
+        fragment = "none"
+        # Extension point (RASP-L issue): when every reason has condition "C-RASP operations", the
+        # program is built from RASP-L primitives; the RASP-L analysis decides here whether it is a
+        # RASP-L program (fragment "RASP-L", guarantee "conjectured") and returns its own verdict.
+    else:
+        fragment = _fragment(offsets, periods)
+    return Verdict(
+        program=name or program.filename or "<program>",
+        fragment=fragment,
+        guarantee=GUARANTEES[fragment],
+        theorem=THEOREMS[fragment],
+        reasons=tuple(reasons),
+        local_offsets=offsets,
+        self_counts=self_counts,
+        periods=periods,
+        depth=_depths(rewritten_core),
+        counts=counts,
+        alphabet_size=len(core.alphabet),
+        special=tuple(core.special),
+        rewritten=rewritten_module if rewrites else None,
+        rewritten_core=rewritten_core,
+        rewrites=rewrites,
+        task=task_result(program) if with_task else None,
+        evidence=evidence,
+        source=program.source,
+    )
+
+
+def rewritten_program(program: Program) -> Program:
+    """The rewritten program (normal form) as a :class:`Program`, parsed from its printed source with
+    the same data alphabet: what ``--explain`` prints, runnable. Evaluates identically to ``program``."""
+    from .program import parse
+
+    text = module_to_str(rewrite_module(program.module))
+    return parse(text, filename=program.filename, alphabet=program.alphabet)
+
+
+# ---------------------------------------------------------------------------- text rendering
+def _caret(source: str | None, span: Span | None, indent: str = "    ") -> list[str]:
+    lines = (source or "").splitlines()
+    if span is None or not 1 <= span.line <= len(lines):
+        return []
+    text = lines[span.line - 1]
+    start = max(span.column - 1, 0)
+    width = span.end_column - span.column if span.end_line == span.line else len(text) - start
+    return [indent + text, indent + " " * start + "^" * max(width, 1)]
+
+
+def _where(verdict: Verdict, span: Span | None) -> str:
+    if span is None:
+        return verdict.program
+    return f"{verdict.program}:{span.line}:{span.column}"
+
+
+def render(verdict: Verdict, *, explain: bool = False) -> str:
+    """The text report of ``rasp check`` for one program."""
+    v = verdict
+    promise = {"guaranteed": "guaranteed to length-generalize", "conjectured": "conjectured to length-generalize",
+               "none": "no guarantee"}[v.guarantee]
+    out = [f"{v.program}: {v.fragment} ({promise})"]
+    out.append(f"  theorem: {v.theorem}")
+    offs = ", ".join(str(d) for d in v.local_offsets) or "none"
+    if v.self_counts:
+        offs += f" (plus {v.self_counts} count(s) #[j == i] at offset 0: '1 if P else 0', not positional)"
+    out.append(f"  local offsets: {offs}")
+    out.append(f"  periods: {', '.join(str(m) for m in v.periods) or 'none'}")
+    out.append(f"  depth: {v.depth} (nesting of counts)")
+    out.append(f"  counting operations: {v.counts}")
+    special = f" + {len(v.special)} special" if v.special else ""
+    out.append(f"  alphabet size: {v.alphabet_size}{special}")
+    if v.reasons:
+        out.append(f"  outside C-RASP[periodic,local] ({len(v.reasons)} reason{'s' if len(v.reasons) > 1 else ''}):")
+        for r in v.reasons:
+            out.append(f"  {_where(v, r.span)}: {r.condition}: {r.message}")
+            out.extend(_caret(v.source, r.span))
+    if v.task is not None:
+        t = v.task
+        out.append(f"  task {t.name} (a published result about the task, not a verdict on this program): "
+                   f"{t.label}. {t.statement} [{t.citation}]")
+        if t.published_in_class and not v.in_class:
+            out.append("  note: this program is outside, but the task has a published C-RASP[periodic,local] "
+                       "program: a program outside the class does not put its task outside")
+        if not t.published_in_class and v.in_class:
+            out.append("  WARNING: this program is in the class but the task is published as outside it: "
+                       "the program cannot compute the task at every length")
+    if explain:
+        out.extend(_explain(v))
+    return "\n".join(out)
+
+
+def _explain(v: Verdict) -> list[str]:
+    out = []
+    facts = sorted(v.evidence.items(), key=lambda kv: (kv[0].split()[0], int(kv[0].split()[1])))
+    for key, fact in facts:
+        kind, n = key.split()
+        what = f"local offset {n}" if kind == "local" else f"period {n}"
+        where = f"line {fact.span.line}" if fact.span else "?"
+        out.append(f"  {what}: first needed at {where}, after rewriting: {fact.text}")
+    if not v.rewrites:
+        out.append("  rewriting: nothing to rewrite; every guard and predicate is already in normal form")
+        return out
+    out.append("  rewritten definitions (normal form: #P, #[j == i - d] P, periodic pos[...]; "
+               "evaluates identically to the original):")
+    from .printer import statement_to_str
+
+    for before, after in v.rewrites:
+        line = f"line {before.span.line}: " if before.span else ""
+        out.append(f"    {line}{statement_to_str(before)}")
+        out.append(f"    {' ' * len(line)}=> {statement_to_str(after)}")
+    out.append("  rewritten program:")
+    out.extend("    " + s for s in (v.rewritten_source or "").splitlines())
+    return out
