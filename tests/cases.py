@@ -478,3 +478,154 @@ CASES: list[Case] = [
     Case("shrunk_print_posname_1", 'alphabet a b\n#import pos_even\nP0 = pos[pos_even]\n', "a b a", True),
     Case("shrunk_print_posname_2", 'alphabet a b\n#import pos_even\nP0 = pos[pos_even]\n', "a b", False),
 ]
+
+
+# ----------------------------------------------------------------------------- RASP-L
+# tokens = index in alphabet + special; select is causal (key j <= query i, op(keys[j], queries[i]));
+# aggregate's mean truncates toward zero; the default applies when nothing is selected.
+RL_PREV = """\
+// the token before the last is b (a = 0, b = 1; -1 when there is none)
+alphabet a b
+PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, mean, -1)
+ok = PREV == 1
+"""
+
+RL_HIST = """\
+// the last token occurs exactly 3 times so far
+alphabet a b
+W = selector_width(select(tokens, tokens, ==))
+ok = W == 3
+"""
+
+RL_MEAN_TRUNC = """\
+// mean of a -> -1, b -> 0 over the prefix, truncated toward zero (int(), not floor)
+alphabet a b
+V = map(x -> {0: -1}[x], tokens)
+M = aggregate(select(indices, indices, true), V, mean)
+ok = M == 0
+"""
+
+RL_MEAN_POS = """\
+// mean of a -> 0, b -> 3 over the prefix, truncated: equals 1
+alphabet a b
+M = aggregate(select(indices, indices, true), map(x -> 3 * x, tokens), mean)
+ok = M == 1
+"""
+
+RL_MAXMIN = """\
+// some earlier digit is larger and some earlier digit is smaller than the last
+alphabet 0 1 2 3 4 5 6 7 8 9
+EARLIER = select(indices, indices, <)
+HI = aggregate(EARLIER, tokens, max, -5)
+LO = aggregate(EARLIER, tokens, min, 99)
+ok = HI > tokens && LO < tokens
+"""
+
+RL_SORTED = """\
+// the digits are non-decreasing: no position sees a larger earlier digit
+alphabet 0 1 2 3 4 5 6 7 8 9
+DESC = aggregate(select(tokens, tokens, >), full(1), max, 0)
+BAD = #(DESC == 1)
+ok = BAD == 0
+"""
+
+RL_SEQMAP = """\
+// the last digit plus the one before it is a multiple of 10 (0 before the first)
+alphabet 0 1 2 3 4 5 6 7 8 9
+PREVTOK = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, mean, 0)
+S = seqmap((x, y) -> (x + y) % 10, tokens, PREVTOK)
+ok = S == 0
+"""
+
+RL_TABLE_COND = """\
+// a -> 1, b -> 2, c -> 0 (missing key), <s> -> 10; max is 10 and two b's so far
+alphabet a b c
+special "<s>"
+V = map(t -> 10 if t == "<s>" else {0: 1, 1: 2}[t], tokens)
+T = aggregate(select(indices, indices, true), V, max)
+TWOS = #(V == 2)
+ok = T == 10 && TWOS >= 2
+"""
+
+RL_WIDTHS = """\
+// length 4 and exactly one earlier token differs from the last
+alphabet a b
+N = selector_width(select(indices, indices, true))
+D = selector_width(select(tokens, tokens, !=))
+ok = N == 4 && D == 1
+"""
+
+RL_OPS = """\
+// first occurrence of the last token is position 1; two tokens >= it; max token <= it - 1 is 2
+alphabet 0 1 2 3
+FIRST = aggregate(select(tokens, tokens, ==), indices, min, -7)
+GE = selector_width(select(tokens, tokens, >=))
+LE = aggregate(select(tokens, map(x -> x - 1, tokens), <=), tokens, max, -7)
+ok = FIRST == 1 && GE == 2 && LE == 2
+"""
+
+RL_DEFAULT = """\
+// nothing earlier is smaller than the last token: the default -7
+alphabet 0 1 2 3
+LE = aggregate(select(tokens, map(x -> x - 1, tokens), <=), tokens, max, -7)
+ok = LE == -7
+"""
+
+RL_GEN_PREV = """\
+// generate the token two before the next position until the length is 6 (a period-2 repeat)
+alphabet a b
+N = selector_width(select(indices, indices, true))
+PREV[x] = aggregate(select(indices, map(t -> t - 1, indices), ==), Q[x], max) == 1
+NEXT[x] = PREV[x] && N < 6
+output generate NEXT
+"""
+
+RL_BOOL_MAP = """\
+// bools act as 0/1: count the b's with a map over a bool, and compare with #"b"
+alphabet a b
+B = map(x -> x * 5, "b")
+S = aggregate(select(indices, indices, true), B, max)
+ok = S == 5 && #"b" == selector_width(select(tokens, full(1), ==))
+"""
+
+CASES += [
+    Case("rl-prev-yes", RL_PREV, "a b a", True),
+    Case("rl-prev-no", RL_PREV, "b a b", False),
+    Case("rl-prev-first", RL_PREV, "b", False),
+    Case("rl-prev-a", RL_PREV, "a b", False),
+    Case("rl-hist-yes", RL_HIST, "a b a a", True),
+    Case("rl-hist-no", RL_HIST, "a b a", False),
+    Case("rl-hist-bbb", RL_HIST, "b b b", True),
+    Case("rl-mean-trunc-half", RL_MEAN_TRUNC, "a b", True),
+    Case("rl-mean-trunc-one", RL_MEAN_TRUNC, "a", False),
+    Case("rl-mean-trunc-aa", RL_MEAN_TRUNC, "a a", False),
+    Case("rl-mean-trunc-third", RL_MEAN_TRUNC, "b a a", True),
+    Case("rl-mean-pos-yes", RL_MEAN_POS, "a b", True),
+    Case("rl-mean-pos-no", RL_MEAN_POS, "b b a", False),
+    Case("rl-maxmin-yes", RL_MAXMIN, "1 5 3", True),
+    Case("rl-maxmin-up", RL_MAXMIN, "1 2 3", False),
+    Case("rl-maxmin-one", RL_MAXMIN, "7", False),
+    Case("rl-maxmin-ties", RL_MAXMIN, "3 3 3", False),
+    Case("rl-sorted-yes", RL_SORTED, "1 2 2 5", True),
+    Case("rl-sorted-no", RL_SORTED, "1 3 2 5", False),
+    Case("rl-sorted-one", RL_SORTED, "4", True),
+    Case("rl-seqmap-yes", RL_SEQMAP, "3 7", True),
+    Case("rl-seqmap-no", RL_SEQMAP, "5 6", False),
+    Case("rl-seqmap-zero", RL_SEQMAP, "0", True),
+    Case("rl-table-yes", RL_TABLE_COND, "a b b <s>", True),
+    Case("rl-table-one-b", RL_TABLE_COND, "a b <s>", False),
+    Case("rl-table-no-s", RL_TABLE_COND, "b b c", False),
+    Case("rl-widths-yes", RL_WIDTHS, "a a b a", True),
+    Case("rl-widths-two", RL_WIDTHS, "a b b a", False),
+    Case("rl-widths-short", RL_WIDTHS, "a a b", False),
+    Case("rl-ops-yes", RL_OPS, "2 3 0 3", True),
+    Case("rl-ops-one", RL_OPS, "2 3 1 3", True),
+    Case("rl-ops-no", RL_OPS, "0 1 1", False),
+    Case("rl-default-yes", RL_DEFAULT, "3 1 0", True),
+    Case("rl-default-no", RL_DEFAULT, "0 1", False),
+    Case("rl-gen-prev-ab", RL_GEN_PREV, "a b", ["a", "b", "a", "b"]),
+    Case("rl-gen-prev-ba", RL_GEN_PREV, "b a", ["b", "a", "b", "a"]),
+    Case("rl-gen-prev-one", RL_GEN_PREV, "a", []),
+    Case("rl-bool-map-yes", RL_BOOL_MAP, "a b a", True),
+    Case("rl-bool-map-no", RL_BOOL_MAP, "a a", False),
+]
