@@ -1,0 +1,183 @@
+"""``rasp learn TASK``: train transformers from scratch on a task and test them on longer inputs."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from ..errors import RaspError
+
+SEED_TASKS = ("UR", "UL", "NRFirst", "NLFirst", "UF", "UB", "NRLast", "NLLast", "NF", "NB")
+
+
+def add_training_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", choices=("auto", "smoke", "cpu", "paper"), default="auto",
+                   help="smoke: tiny model, seconds (CI); cpu: reduced steps for 2 CPU cores; paper: the papers' "
+                   "sizes and 30k steps (for a GPU). auto (default): paper on a CUDA GPU, cpu otherwise")
+    p.add_argument("--seeds", type=int, metavar="K", help="number of seeds (models trained)")
+    p.add_argument("--first-seed", type=int, metavar="S", help="seeds S .. S+K-1 (default 0)")
+    p.add_argument("--steps", type=int, metavar="N", help="maximum training steps per seed")
+    p.add_argument("--positional", choices=("ape", "rope", "nope"), help="positional encoding (default ape: learned absolute)")
+    p.add_argument("--layers", type=int, help="override the preset's number of layers")
+    p.add_argument("--heads", type=int, help="override the preset's number of heads")
+    p.add_argument("--dim", type=int, help="override the preset's model width")
+    p.add_argument("--lr", type=float, help="override the preset's learning rate")
+    p.add_argument("--batch", type=int, help="batch size (default 64)")
+    p.add_argument("--test-samples", type=int, metavar="N", help="test samples per bin")
+    p.add_argument("--train-max", type=int, metavar="N", help="longest training length (default 50)")
+    p.add_argument("--bins", metavar="B", help="test bins as upper edges, e.g. 50,100,150 (default) -> <=50, 51-100, 101-150")
+    p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:1, ...")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "learn",
+        help="train transformers from scratch on a task; accuracy per test-length bin",
+        description="Train GPT-style causal transformers from scratch on TASK (a task name such as UR, NF, "
+        "or a program file of a registered task), following the papers' protocol: train on lengths <= 50, "
+        "test on the bins <=50, 51-100, 101-150, loss on answer tokens only, AdamW, early stop at 100%% "
+        "in-distribution accuracy, the mean over successful seeds. Writes OUT/TASK.json and OUT/TASK.png. "
+        "With --all: the ten seed tasks and a report (as rasp report).",
+    )
+    p.add_argument("task", nargs="?", help="task name (see rasp learn --list) or program file")
+    p.add_argument("--all", action="store_true", help="run the seed paper's ten tasks and write a report")
+    p.add_argument("--list", action="store_true", help="list the registered tasks")
+    p.add_argument("--out", default="runs/learn", metavar="DIR", help="output folder (default runs/learn)")
+    add_training_options(p)
+    p.set_defaults(func=run)
+
+
+# ---- shared helpers ------------------------------------------------------------------------
+
+def load_tasks():
+    try:
+        from .. import tasks
+    except ImportError as exc:
+        raise RaspError(f"the task registry rasp/tasks.py is not available ({exc})") from None
+    return tasks
+
+
+def resolve_task(name: str):
+    tasks = load_tasks()
+    if name in tasks.TASKS:
+        return tasks.TASKS[name]
+    p = Path(name)
+    if p.suffix in (".cr", ".rasp") or p.exists():
+        if not p.exists():
+            raise RaspError(f"{name}: no such file")
+        t = tasks.task_for_program(str(p))
+        if t is None:
+            raise RaspError(f"{name}: no registered task uses this program",
+                            hint="rasp learn trains on a task's sampler; see rasp learn --list")
+        return t
+    raise RaspError(f"unknown task {name!r}", hint="known tasks: " + ", ".join(tasks.TASKS))
+
+
+def parse_bins(text: str):
+    try:
+        edges = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise RaspError(f"--bins {text}: expected increasing integers such as 50,100,150") from None
+    if not edges or any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 1:
+        raise RaspError(f"--bins {text}: expected increasing positive integers such as 50,100,150")
+    lows = [1] + [e + 1 for e in edges[:-1]]
+    return tuple(zip(lows, edges))
+
+
+def resolve_preset(args) -> str:
+    if args.preset != "auto":
+        return args.preset
+    from ..learn.train import pick_device
+    return "paper" if pick_device(args.device).type == "cuda" else "cpu"
+
+
+def config_for(args, preset: str, task_name: str):
+    from ..learn.train import preset_config, with_overrides
+    for opt in ("seeds", "steps", "layers", "heads", "dim", "batch", "test_samples", "train_max"):
+        v = getattr(args, opt, None)
+        if v is not None and v < 1:
+            raise RaspError(f"--{opt.replace('_', '-')} must be at least 1")
+    if args.lr is not None and args.lr <= 0:
+        raise RaspError("--lr must be positive")
+    cfg = preset_config(preset, task_name)
+    cfg = with_overrides(cfg, seeds=args.seeds, first_seed=args.first_seed, steps=args.steps,
+                         positional=args.positional, layers=args.layers, heads=args.heads, dim=args.dim,
+                         lr=args.lr, batch=args.batch, test_samples=args.test_samples, train_max=args.train_max,
+                         bins=parse_bins(args.bins) if args.bins else None)
+    if cfg.dim % cfg.heads:
+        raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}")
+    return cfg
+
+
+def log_stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def train_and_save(task, cfg, preset: str, args, out: Path) -> dict:
+    from ..learn.report import plot_task
+    from ..learn.train import run_task
+    result = run_task(task, cfg, device=args.device, progress=not args.no_progress, log=log_stderr)
+    result["preset"] = preset
+    result["command"] = "rasp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
+    result["date"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{task.name}.json").write_text(json.dumps(result, indent=1))
+    plot_task(result, out / f"{task.name}.png")
+    return result
+
+
+def print_result(result: dict) -> None:
+    from ..learn.report import fmt, published_bins
+    from ..learn.scores import top_heads
+    c = result["config"]
+    print(f"{result['task']} ({result['kind']}): {c['layers']} layers / {c['heads']} heads / {c['dim']} dims, "
+          f"{c['positional'].upper()}, lr {c['lr']:g}, {result['n_params']} parameters, device {result['device']}")
+    for s in result["seeds"]:
+        accs = "  ".join(f"{lab} {fmt(a)}" for lab, a in zip(result["bin_labels"], s["bins_acc"]))
+        print(f"  seed {s['seed']}: {s['steps']} steps, in-distribution {s['id_acc']:.3f}"
+              f"{'' if s['success'] else ' (failed)'}  {accs}")
+        if "scores" in s:
+            sc = s["scores"]
+            ind = ", ".join(f"{h} {v:.2f}" for h, v in top_heads(sc, "induction"))
+            anti = ", ".join(f"{h} {v:.2f}" for h, v in top_heads(sc, "anti_induction"))
+            print(f"    top induction heads: {ind}; top anti-induction heads: {anti} "
+                  f"(uniform attention: {sc['uniform']['induction']:.2f})")
+    pub = published_bins(result, c["positional"])
+    mean = "  ".join(f"{lab} {fmt(a)}" for lab, a in zip(result["bin_labels"], result["mean_acc"]))
+    which = "all seeds, none successful" if result["all_failed"] else f"{result['n_successful']} successful seeds"
+    print(f"  mean ({which}): {mean}")
+    if pub:
+        print("  published: " + "  ".join(f"{lab} {fmt(a)}" for lab, a in zip(result["bin_labels"], pub)))
+
+
+# ---- the command ---------------------------------------------------------------------------
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        tasks = load_tasks()
+        for name, t in tasks.TASKS.items():
+            print(f"{name}\t{t.kind}\t{'in class' if t.published_in_class else 'not in class'}")
+        return 0
+    if args.all:
+        from .report import run_report
+        if args.task:
+            raise RaspError("give either TASK or --all, not both")
+        return run_report(args, list(SEED_TASKS))
+    if not args.task:
+        raise RaspError("no task given", hint="rasp learn UR --preset smoke   (rasp learn --list shows the tasks)")
+    task = resolve_task(args.task)
+    preset = resolve_preset(args)
+    cfg = config_for(args, preset, task.name)
+    out = Path(args.out)
+    result = train_and_save(task, cfg, preset, args, out)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_result(result)
+        print(f"wrote {out / (task.name + '.json')} and {out / (task.name + '.png')}")
+    return 0

@@ -1,0 +1,190 @@
+"""Results of ``rasp learn`` as tables and plots, beside the published numbers and the checker.
+
+- ``checker_verdict(task)``: the fragment and guarantee ``rasp.checker`` gives the task's program
+  (imported lazily; "n/a" when the checker or the program is missing -- never made up);
+- ``report_rows(results, tasks)``: one row per task: measured accuracy per bin, published label
+  and published accuracy per bin for the same positional encoding;
+- ``markdown(rows)``, ``print_rows(rows)``: the table as markdown / on the terminal (rich);
+- ``plot_task(result, path)``: accuracy per bin for one task (each seed, the mean, published);
+- ``plot_report(rows, path)``: published vs measured per task and bin, in-class tasks first.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+POS_KEYS = {"ape": ("APE", "ape"), "rope": ("RoPE", "rope", "ROPE"), "nope": ("NoPE", "nope", "NOPE")}
+
+
+def _program_path(task) -> Path | None:
+    prog = getattr(task, "program", None)
+    if not prog:
+        return None
+    p = Path(prog)
+    if p.exists():
+        return p
+    root = Path(__file__).resolve().parents[2]  # the repository root (programs/ lives there)
+    return root / p if (root / p).exists() else None
+
+
+def checker_verdict(task) -> tuple[str, str]:
+    """(fragment, guarantee) of the task's program according to ``rasp.checker``, or "n/a"."""
+    try:
+        from .. import checker  # noqa: PLC0415 - optional, written separately
+    except ImportError:
+        return "n/a", "n/a"
+    path = _program_path(task)
+    if path is None:
+        return "n/a (no program)", "n/a"
+    try:
+        from ..program import load
+        program = load(str(path))
+        fn = getattr(checker, "check_program", None) or getattr(checker, "check")
+        verdict = fn(program)
+    except Exception as exc:  # noqa: BLE001 - the report must not die on one program
+        return f"n/a ({type(exc).__name__})", "n/a"
+    get = (lambda k: verdict.get(k)) if isinstance(verdict, dict) else (lambda k: getattr(verdict, k, None))
+    frag = get("fragment")
+    guar = get("guarantee")
+    return (str(frag) if frag is not None else "n/a"), (str(guar) if guar is not None else "n/a")
+
+
+def published_bins(task_or_result, positional: str = "ape"):
+    pub = (task_or_result.get("published_accuracy") if isinstance(task_or_result, dict)
+           else getattr(task_or_result, "published_accuracy", None)) or {}
+    for k in POS_KEYS.get(positional, (positional,)):
+        if k in pub:
+            return list(pub[k])
+    return None
+
+
+def published_label(in_class) -> str:
+    return "n/a" if in_class is None else ("in class" if in_class else "not in class")
+
+
+def fmt(x) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def report_rows(results: list[dict], tasks: dict | None = None) -> list[dict]:
+    rows = []
+    for r in results:
+        task = (tasks or {}).get(r["task"])
+        frag, guar = checker_verdict(task) if task is not None else ("n/a", "n/a")
+        pos = r["config"]["positional"]
+        rows.append({
+            "task": r["task"], "fragment": frag, "guarantee": guar,
+            "published": published_label(r.get("published_in_class")),
+            "in_class": r.get("published_in_class"),
+            "published_acc": published_bins(r, pos), "measured_acc": r["mean_acc"],
+            "seeds": f"{r['n_successful']}/{r['n_seeds']}", "all_failed": r["all_failed"],
+            "steps": [s["steps"] for s in r["seeds"]], "time_s": r["time_s"],
+            "bin_labels": r["bin_labels"], "positional": pos,
+        })
+    # in-class tasks first (as in the papers' tables), then out-of-class, then unknown
+    order = {True: 0, False: 1, None: 2}
+    return sorted(rows, key=lambda x: order[x["in_class"]])
+
+
+def _bins_cell(vals, n) -> str:
+    if vals is None:
+        return " / ".join(["n/a"] * n)
+    return " / ".join(fmt(v) for v in vals)
+
+
+def markdown(rows: list[dict]) -> str:
+    if not rows:
+        return "(no results)\n"
+    labels = " / ".join(rows[0]["bin_labels"])
+    pos = rows[0]["positional"].upper()
+    head = (f"| task | checker fragment | guarantee | published | published acc {pos} ({labels}) "
+            f"| measured acc ({labels}) | successful seeds | steps |\n|---|---|---|---|---|---|---|---|\n")
+    lines = []
+    for r in rows:
+        n = len(r["bin_labels"])
+        meas = _bins_cell(r["measured_acc"], n) + (" (no seed reached 100% in-distribution)" if r["all_failed"] else "")
+        lines.append(f"| {r['task']} | {r['fragment']} | {r['guarantee']} | {r['published']} | "
+                     f"{_bins_cell(r['published_acc'], n)} | {meas} | {r['seeds']} | "
+                     f"{', '.join(str(s) for s in r['steps'])} |")
+    return head + "\n".join(lines) + "\n"
+
+
+def print_rows(rows: list[dict], console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    if not rows:
+        console.print("(no results)")
+        return
+    t = Table(title="learning from scratch: published vs measured accuracy per test bin")
+    for c in ("task", "fragment", "guarantee", "published", "published acc", "measured acc", "seeds ok"):
+        t.add_column(c)
+    for r in rows:
+        n = len(r["bin_labels"])
+        t.add_row(r["task"], r["fragment"], r["guarantee"], r["published"], _bins_cell(r["published_acc"], n),
+                  _bins_cell(r["measured_acc"], n) + (" *" if r["all_failed"] else ""), r["seeds"])
+    console.print(t)
+    console.print(f"bins: {' / '.join(rows[0]['bin_labels'])}; * = no seed reached 100% in-distribution "
+                  "(mean over all seeds)")
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_task(result: dict, path) -> None:
+    plt = _plt()
+    labels = result["bin_labels"]
+    x = list(range(len(labels)))
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for s in result["seeds"]:
+        ys = [float("nan") if a is None else a for a in s["bins_acc"]]
+        ax.plot(x, ys, "o-", color="0.75", lw=1, label=f"seed {s['seed']}" + ("" if s["success"] else " (failed)"))
+    ys = [float("nan") if a is None else a for a in result["mean_acc"]]
+    ax.plot(x, ys, "o-", color="C0", lw=2.5, label="measured (mean)")
+    pub = published_bins(result, result["config"]["positional"])
+    if pub:
+        ax.plot(x[: len(pub)], pub, "s--", color="C3", lw=1.5, label="published")
+    ax.set_xticks(x, labels)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("test length bin")
+    ax.set_ylabel("accuracy (exact match)")
+    ax.set_title(f"{result['task']} ({result['config']['positional'].upper()}, "
+                 f"{published_label(result.get('published_in_class'))})")
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_report(rows: list[dict], path) -> None:
+    """One panel per bin; per task two bars: published (hatched) and measured; green = in class."""
+    plt = _plt()
+    if not rows:
+        return
+    labels = rows[0]["bin_labels"]
+    fig, axes = plt.subplots(1, len(labels), figsize=(4.2 * len(labels), 3.6), sharey=True, squeeze=False)
+    names = [r["task"] for r in rows]
+    xs = list(range(len(rows)))
+    colors = ["tab:green" if r["in_class"] else ("tab:red" if r["in_class"] is False else "tab:gray") for r in rows]
+    for k, ax in enumerate(axes[0]):
+        pub = [float("nan") if not r["published_acc"] or r["published_acc"][k] is None else r["published_acc"][k] for r in rows]
+        meas = [float("nan") if r["measured_acc"][k] is None else r["measured_acc"][k] for r in rows]
+        ax.bar([x - 0.2 for x in xs], pub, 0.4, color=colors, alpha=0.35, hatch="//", edgecolor="0.3", label="published")
+        ax.bar([x + 0.2 for x in xs], meas, 0.4, color=colors, edgecolor="0.2", label="measured")
+        ax.set_xticks(xs, names, rotation=60, fontsize=8)
+        ax.set_title(f"test lengths {labels[k]}")
+        ax.set_ylim(0, 1.05)
+        n_in = sum(1 for r in rows if r["in_class"])
+        if 0 < n_in < len(rows):
+            ax.axvline(n_in - 0.5, color="0.5", ls=":")
+    axes[0][0].set_ylabel("accuracy")
+    axes[0][0].legend(fontsize=7, loc="lower left")
+    fig.suptitle("predicted (green: in C-RASP[pos], red: not) vs observed; hatched = published, solid = measured",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,120 @@
+"""Mechanistic induction / anti-induction scores on the copying tasks (Jobanputra et al.).
+
+Input layout (0-based sequence indices): ``<bos>`` at 0, source tokens x_1 .. x_N at 1 .. N,
+``<sep>`` at N+1, copied tokens y_1 .. y_N at N+2 .. 2N+1. The copied token y_k is the copy of
+source position ``src(k) = k`` (forward copy) or ``N + 1 - k`` (backward copy).
+
+The score of a head is its mean attention, over samples and over the generated tokens y_k that are
+model input (y_1 .. y_{N-1}: each one's position predicts the next copied token), to
+
+- the **next** source token ``x_{src(k)+1}`` (induction: the token after the match carries the
+  "previous token was y_k" feature, which forward copying reads), or
+- the **same** source token ``x_{src(k)}`` (anti-induction: the match itself, whose predecessor
+  backward copying reads).
+
+Pairs whose key would fall outside the source (x_{N+1} is ``<sep>``) are left out. For comparison,
+``uniform`` is the score a head that attends uniformly over its prefix would get.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from . import data as D
+
+
+def copy_direction(task, n: int = 6) -> str | None:
+    """'forward' or 'backward' when the task's generated target is the copy of its source tokens."""
+    rng = np.random.default_rng(7)
+    lo = max(task.min_length(), 6)
+    dirs = set()
+    for _ in range(n):
+        s = task.sample(rng, lo)
+        tgt = list(s.target)
+        src = list(s.tokens[: len(tgt)])
+        if len(tgt) < 2 or len(s.tokens) != len(tgt) + 1:
+            return None
+        fwd, bwd = tgt == src, tgt == src[::-1]
+        if fwd and not bwd:
+            dirs.add("forward")
+        elif bwd and not fwd:
+            dirs.add("backward")
+        elif not fwd and not bwd:
+            return None
+    return dirs.pop() if len(dirs) == 1 else None
+
+
+def score_positions(n_source: int, direction: str) -> list[tuple[int, int | None, int]]:
+    """(query index, induction key index or None, anti-induction key index) for one sample."""
+    out = []
+    for k in range(1, n_source):                      # y_1 .. y_{N-1}
+        q = n_source + 1 + k
+        src = k if direction == "forward" else n_source + 1 - k
+        ind = src + 1 if src + 1 <= n_source else None
+        out.append((q, ind, src))
+    return out
+
+
+def _sums(attn: list[np.ndarray], n_sources: list[int], direction: str) -> dict:
+    L, H = len(attn), attn[0].shape[1]
+    acc = {"ind": np.zeros((L, H)), "anti": np.zeros((L, H)), "ni": 0, "na": 0, "ui": 0.0, "ua": 0.0}
+    for b, n in enumerate(n_sources):
+        for q, ki, ka in score_positions(n, direction):
+            for layer in range(L):
+                acc["anti"][layer] += attn[layer][b, :, q, ka]
+                if ki is not None:
+                    acc["ind"][layer] += attn[layer][b, :, q, ki]
+            acc["na"] += 1
+            acc["ua"] += 1.0 / (q + 1)
+            if ki is not None:
+                acc["ni"] += 1
+                acc["ui"] += 1.0 / (q + 1)
+    return acc
+
+
+def _merge(a: dict | None, b: dict) -> dict:
+    return b if a is None else {k: a[k] + b[k] for k in a}
+
+
+def _finish(acc: dict, direction: str) -> dict:
+    ni, na = max(acc["ni"], 1), max(acc["na"], 1)
+    return {
+        "direction": direction,
+        "induction": (acc["ind"] / ni).round(4).tolist(),
+        "anti_induction": (acc["anti"] / na).round(4).tolist(),
+        "uniform": {"induction": round(acc["ui"] / ni, 4), "anti_induction": round(acc["ua"] / na, 4)},
+        "pairs": {"induction": acc["ni"], "anti_induction": acc["na"]},
+    }
+
+
+def head_scores(attn: list[np.ndarray], n_sources: list[int], direction: str) -> dict:
+    """Scores from attention patterns: ``attn[l]`` is (B, H, T, T); sample b has ``n_sources[b]``
+    source tokens. Returns {"induction": L x H, "anti_induction": L x H, "uniform": {...}, ...}."""
+    return _finish(_sums(attn, n_sources, direction), direction)
+
+
+@torch.no_grad()
+def copy_scores(model, task, vocab: D.Vocab, direction: str, cfg, device) -> dict:
+    """Scores of every head of ``model`` on ``cfg.score_samples`` in-distribution copy samples."""
+    rng = np.random.default_rng([4242, 1])
+    lo = max(task.min_length(), 2)
+    hi = cfg.train_max if task.max_length() is None else min(cfg.train_max, task.max_length())
+    samples = D.make_samples(task, rng, lo, max(lo, hi), cfg.score_samples)
+    model.eval()
+    acc = None
+    for s in range(0, len(samples), 32):
+        chunk = samples[s:s + 32]
+        b = D.collate(task.kind, vocab, [D.encode_sample(task.kind, vocab, x) for x in chunk]).to(device)
+        _, atts = model(b.ids, return_attn=True)
+        acc = _merge(acc, _sums([a.float().cpu().numpy() for a in atts], [len(x.target) for x in chunk], direction))
+    model.train()
+    out = _finish(acc, direction)
+    out["samples"] = len(samples)
+    return out
+
+
+def top_heads(scores: dict, key: str, k: int = 3) -> list[tuple[str, float]]:
+    """The k heads with the highest score ``key`` as ("L{layer}H{head}", score), layers 0-based."""
+    m = np.array(scores[key])
+    flat = sorted(((float(m[l, h]), l, h) for l in range(m.shape[0]) for h in range(m.shape[1])), reverse=True)
+    return [(f"L{l}H{h}", v) for v, l, h in flat[:k]]

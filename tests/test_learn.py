@@ -1,0 +1,269 @@
+"""rasp learn: data masking, scores, determinism, and the smoke preset end to end (all fast)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pytest
+import torch
+
+from rasp.cli import main
+from rasp.learn import data as D
+from rasp.learn import scores as S
+from rasp.learn import train as T
+
+
+# ---- a tiny fake task registry with the interface of rasp/tasks.py -------------------------
+
+@dataclass(frozen=True)
+class Sample:
+    tokens: list
+    target: object
+
+
+@dataclass(frozen=True)
+class FakeTask:
+    name: str
+    kind: str
+    alphabet: tuple
+    mode: str
+    special: tuple = ("<sep>",)
+    program: str | None = None
+    published_in_class: bool = True
+    published_nope: bool | None = None
+    citation: str = "test"
+    statement: str = ""
+    source: str = ""
+    published_accuracy: dict = field(default_factory=lambda: {"APE": [1.0, 0.99, 0.97]})
+
+    def min_length(self, alphabet=None):
+        return 3
+
+    def max_length(self, alphabet=None):
+        return len(self.alphabet) if self.mode in ("copyF", "copyB", "UR") else None
+
+    def sample(self, rng, length, alphabet=None):
+        a = list(self.alphabet)
+        if self.mode in ("copyF", "copyB"):
+            xs = [a[i] for i in rng.permutation(len(a))[:length]]
+            return Sample(xs + ["<sep>"], xs if self.mode == "copyF" else xs[::-1])
+        if self.mode == "UR":
+            xs = [a[i] for i in rng.permutation(len(a))[: length - 1]]
+            j = int(rng.integers(0, len(xs) - 1))
+            return Sample(xs + ["<sep>", xs[j]], [xs[j + 1]])
+        if self.mode == "acc":
+            xs = [str(x) for x in rng.choice(a, size=length)]
+            return Sample(xs, xs.count(a[0]) > xs.count(a[1]))
+        if self.mode == "pred":
+            xs = [str(x) for x in rng.choice(a, size=length)]
+            return Sample(xs, [[t for t in a if t != x] for x in xs])
+        raise ValueError(self.mode)
+
+    def reference(self, tokens):
+        raise NotImplementedError
+
+
+ALPHA = tuple(f"t{i}" for i in range(12))
+UF = FakeTask("UF", "generate", ALPHA, "copyF")
+UB = FakeTask("UB", "generate", ALPHA, "copyB")
+UR = FakeTask("UR", "generate", ALPHA, "UR")
+ACC = FakeTask("ACC", "accept", ("a", "b"), "acc", special=())
+PRED = FakeTask("PRED", "predict", ("a", "b", "c"), "pred", special=())
+
+TINY = T.TrainConfig(layers=1, heads=2, dim=16, steps=6, eval_every=3, id_samples=8, test_samples=8,
+                     eval_batch=8, batch=8, seeds=1, bins=((1, 6), (7, 12)), train_max=6, score_samples=4)
+
+
+# ---- data: loss only on answer tokens --------------------------------------------------------
+
+def test_generate_masks_only_the_answer_tokens():
+    v = D.Vocab.for_task(UF)
+    s = Sample(["t1", "t2", "t3", "<sep>"], ["t1", "t2", "t3"])
+    e = D.encode_sample("generate", v, s)
+    ix = v.index
+    # input: <bos> t1 t2 t3 <sep> t1 t2   (teacher forcing: the last target token is not input)
+    assert e.ids == [1, ix["t1"], ix["t2"], ix["t3"], ix["<sep>"], ix["t1"], ix["t2"]]
+    assert e.loss_pos == [4, 5, 6]                      # <sep> -> t1, t1 -> t2, t2 -> t3
+    b = D.collate("generate", v, [e, D.encode_sample("generate", v, Sample(["t4", "<sep>"], ["t4"]))])
+    assert b.loss_mask[0].tolist() == [False] * 4 + [True] * 3
+    assert b.labels[0].tolist() == [-100] * 4 + [ix["t1"], ix["t2"], ix["t3"]]
+    assert b.loss_mask[1].tolist() == [False, False, True] + [False] * 4     # padded row
+    assert b.ids[1].tolist()[3:] == [0, 0, 0, 0]
+
+
+def test_retrieval_has_one_loss_position_at_the_query():
+    v = D.Vocab.for_task(UR)
+    e = D.encode_sample("generate", v, Sample(["t1", "t2", "t3", "<sep>", "t2"], ["t3"]))
+    assert e.loss_pos == [5] and len(e.ids) == 6 and e.target == [v.index["t3"]]
+
+
+def test_loss_ignores_non_answer_positions():
+    v = D.Vocab.for_task(UF)
+    b = D.collate("generate", v, [D.encode_sample("generate", v, Sample(["t1", "t2", "<sep>"], ["t1", "t2"]))])
+    logits = torch.zeros(1, b.ids.shape[1], len(v))
+    base = D.loss_fn("generate", logits, b)
+    logits2 = logits.clone()
+    logits2[0, :3] = torch.randn(3, len(v)) * 10       # change only non-answer positions
+    assert torch.allclose(D.loss_fn("generate", logits2, b), base)
+    logits2[0, 3, 0] = 5.0                              # an answer position changes the loss
+    assert not torch.allclose(D.loss_fn("generate", logits2, b), base)
+
+
+def test_accept_and_predict_targets():
+    v = D.Vocab.for_task(ACC)
+    e = D.encode_sample("accept", v, Sample(["a", "a", "b"], True))
+    assert e.loss_pos == [3] and e.target == [1]
+    vp = D.Vocab.for_task(PRED)
+    e = D.encode_sample("predict", vp, Sample(["a", "b"], [["b", "c"], ["a", "c"]]))
+    assert e.loss_pos == [1, 2]
+    b = D.collate("predict", vp, [e])
+    ix = vp.index
+    assert b.labels[0, 1].tolist() == [1.0 if t in ("b", "c") else 0.0 for t in vp.tokens]
+    assert b.loss_mask[0].tolist() == [False, True, True]
+    # exact match per sample: all positions' sets right
+    logits = (b.labels * 2 - 1) * 5
+    assert D.correct("predict", logits, b).tolist() == [True]
+    logits[0, 2, ix["a"]] = -5
+    assert D.correct("predict", logits, b).tolist() == [False]
+
+
+def test_teacher_forced_accuracy_equals_greedy_decoding():
+    torch.manual_seed(0)
+    v = D.Vocab.for_task(UF)
+    model = T.make_model(UF, v, T.TrainConfig(layers=1, heads=2, dim=16), n_pos=40)
+    rng = np.random.default_rng(1)
+    samples = D.make_samples(UF, rng, 3, 8, 20)
+    enc = [D.encode_sample("generate", v, s) for s in samples]
+    b = D.collate("generate", v, enc)
+    tf = D.correct("generate", model(b.ids), b).tolist()
+    greedy = [D.greedy_generate(model, v, s.tokens, len(s.target)) == list(s.target) for s in samples]
+    assert tf == greedy
+    # a model that copies perfectly: force logits by a hand-made module
+    class Oracle(torch.nn.Module):
+        def forward(self, ids, positions=None):
+            out = torch.full((*ids.shape, len(v)), -10.0)
+            for bi in range(ids.shape[0]):
+                row = ids[bi].tolist()
+                sep = row.index(v.index["<sep>"])
+                for p in range(sep, len(row)):
+                    k = p - sep
+                    if k + 1 < sep:
+                        out[bi, p, row[1 + k]] = 10.0
+            return out
+    assert all(D.correct("generate", Oracle()(b.ids), b).tolist())
+
+
+# ---- mechanistic scores on a hand-built attention pattern ----------------------------------
+
+def test_scores_on_hand_built_attention():
+    N = 4                                   # <bos> x1..x4 <sep> y1..y3 : T = 9 inputs
+    T_ = 2 * N + 1
+    att = np.zeros((1, 3, T_, T_))
+    for q in range(T_):
+        att[0, :, q, 0] = 1.0               # default: everything on <bos>
+    for k in range(1, N):                   # y_k at index N+1+k
+        q = N + 1 + k
+        att[0, 0, q] = 0; att[0, 0, q, k + 1] = 1.0          # head 0: next source token (forward)
+        att[0, 1, q] = 0; att[0, 1, q, k] = 1.0              # head 1: same source token (forward)
+        att[0, 2, q] = 0; att[0, 2, q, k] = 0.5; att[0, 2, q, k + 1] = 0.5
+    sc = S.head_scores([att], [N], "forward")
+    assert sc["induction"][0] == [1.0, 0.0, 0.5]
+    assert sc["anti_induction"][0] == [0.0, 1.0, 0.5]
+    assert sc["pairs"] == {"induction": 3, "anti_induction": 3}
+    assert S.top_heads(sc, "induction", 1) == [("L0H0", 1.0)]
+    assert S.top_heads(sc, "anti_induction", 1) == [("L0H1", 1.0)]
+
+
+def test_score_positions_backward():
+    # backward copy of x1..x3: y1 = x3 (index 3), y2 = x2 (index 2); queries y1, y2 at 5, 6
+    assert S.score_positions(3, "backward") == [(5, None, 3), (6, 3, 2)]
+    assert S.score_positions(3, "forward") == [(5, 2, 1), (6, 3, 2)]
+
+
+def test_copy_direction():
+    assert S.copy_direction(UF) == "forward"
+    assert S.copy_direction(UB) == "backward"
+    assert S.copy_direction(UR) is None
+
+
+# ---- training ------------------------------------------------------------------------------
+
+def test_training_is_deterministic_for_a_seed():
+    a = T.run_task(UF, TINY, device="cpu", progress=False)
+    b = T.run_task(UF, TINY, device="cpu", progress=False)
+    strip = lambda r: [{k: v for k, v in s.items() if k not in ("train_s", "eval_s")} for s in r["seeds"]]  # noqa: E731
+    assert strip(a) == strip(b)
+    c = T.run_task(UF, replace(TINY, first_seed=1), device="cpu", progress=False)
+    assert strip(c)[0]["final_loss"] != strip(a)[0]["final_loss"]
+
+
+@pytest.mark.parametrize("task", [UR, ACC, PRED], ids=lambda t: t.name)
+def test_other_kinds_train(task):
+    r = T.run_task(task, TINY, device="cpu", progress=False)
+    assert len(r["mean_acc"]) == 2 and all(a is None or 0 <= a <= 1 for a in r["mean_acc"])
+
+
+def test_bins_clip_to_the_task_and_positions_cover_the_longest_test():
+    cfg = replace(TINY, bins=((1, 6), (7, 12), (13, 20)))
+    v = D.Vocab.for_task(UF)
+    ds = T.build_datasets(UF, v, cfg)
+    assert ds.bins == [(3, 6), (7, 12), None] and ds.tests[2] == []
+    assert ds.n_pos == 1 + 12 + 1 + 12 - 1       # <bos> x1..x12 <sep> y1..y11
+    r = T.run_task(UF, cfg, device="cpu", progress=False, scores=False)
+    assert r["mean_acc"][2] is None
+
+
+def test_an_easy_task_is_learned():
+    cfg = T.TrainConfig(layers=1, heads=1, dim=16, lr=1e-2, steps=150, eval_every=25, id_samples=64,
+                        test_samples=64, seeds=1, bins=((1, 10),), train_max=10, batch=32)
+    r = T.run_task(ACC, cfg, device="cpu", progress=False)
+    assert r["seeds"][0]["id_acc"] > 0.8
+
+
+# ---- the CLI -------------------------------------------------------------------------------
+
+@pytest.fixture
+def fake_registry(monkeypatch):
+    import rasp.commands.learn as L
+    reg = {t.name: t for t in (UF, UB, UR)}
+    monkeypatch.setattr(L, "resolve_task", lambda n: reg[n])
+    import rasp.commands.report as R
+    monkeypatch.setattr(R, "resolve_task", lambda n: reg[n])
+    return reg
+
+
+def test_cli_smoke_writes_json_and_plot(tmp_path, fake_registry, capsys):
+    rc = main(["learn", "UF", "--preset", "smoke", "--out", str(tmp_path), "--no-progress", "--device", "cpu"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "top induction heads" in out and "published" in out
+    res = json.loads((tmp_path / "UF.json").read_text())
+    assert res["preset"] == "smoke" and len(res["mean_acc"]) == 3 and "scores" in res["seeds"][0]
+    assert (tmp_path / "UF.png").stat().st_size > 1000
+
+
+def test_cli_report_reuses_results(tmp_path, fake_registry, capsys):
+    args = ["report", "UF", "UR", "--preset", "smoke", "--steps", "4", "--test-samples", "4", "--out",
+            str(tmp_path), "--no-progress", "--device", "cpu"]
+    assert main(args) == 0
+    md = (tmp_path / "report.md").read_text()
+    assert "| UF |" in md and "| UR |" in md
+    assert (tmp_path / "report.png").exists()
+    capsys.readouterr()
+    assert main(args + ["--json"]) == 0
+    captured = capsys.readouterr()
+    assert "using" in captured.err and json.loads(captured.out)[0]["task"] in ("UF", "UR")
+
+
+def test_cli_user_errors(tmp_path, fake_registry):
+    assert main(["learn", "UF", "--bins", "100,50", "--out", str(tmp_path)]) == 2
+    assert main(["learn", "UF", "--steps", "0", "--out", str(tmp_path)]) == 2
+    assert main(["learn", "--out", str(tmp_path)]) == 2
+
+
+def test_real_registry_smoke(tmp_path):
+    tasks = pytest.importorskip("rasp.tasks")
+    name = "UR" if "UR" in tasks.TASKS else next(iter(tasks.TASKS))
+    rc = main(["learn", name, "--preset", "smoke", "--out", str(tmp_path), "--no-progress", "--device", "cpu"])
+    assert rc == 0 and (tmp_path / f"{name}.json").exists() and (tmp_path / f"{name}.png").exists()
