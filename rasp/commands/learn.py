@@ -40,7 +40,7 @@ def register(sub) -> None:
         help="train transformers from scratch on a task; accuracy per test-length bin",
         description="Train GPT-style causal transformers from scratch on TASK (a task name such as UR, NF, "
         "or a program file of a registered task), following the papers' protocol: train on lengths <= 50, "
-        "test on the bins <=50, 51-100, 101-150, loss on answer tokens only, AdamW, early stop at 100%% "
+        "test on the bins <=50, 51-100, 101-150, loss on answer tokens only, AdamW, early stop at 100% "
         "in-distribution accuracy, the mean over successful seeds. Writes OUT/TASK.json and OUT/TASK.png. "
         "With --all: the ten seed tasks and a report (as rasp report).",
     )
