@@ -20,7 +20,13 @@ import re
 from . import ast as A
 from . import builtins
 from .errors import RaspError
-from .typecheck import Checked
+import operator
+
+from .typecheck import Checked, symbol_comparison
+
+#: symbol comparisons (``x == "a"``, ``x < y``) compare positions in the alphabet (data, then specials)
+_SYMBOL_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+               "<=": operator.le, ">=": operator.ge}
 
 STANDARD_SYMBOLS = tuple("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
@@ -142,6 +148,9 @@ class _Expander:
             return A.Not(x(e.operand), span=sp)
         if isinstance(e, (A.And, A.Or, A.Add, A.Sub, A.Min, A.Max)):
             return type(e)(x(e.left), x(e.right), span=sp)
+        if isinstance(e, A.Compare) and symbol_comparison(e, env):
+            left, right = (env[v.name] if isinstance(v, A.Ref) else self.sym(v.symbol, env) for v in (e.left, e.right))
+            return A.BoolConst(bool(_SYMBOL_CMP[e.op](self.codes_of[left], self.codes_of[right])), span=sp)
         if isinstance(e, A.Compare):
             return A.Compare(e.op, x(e.left), x(e.right), span=sp)
         if isinstance(e, A.Count):

@@ -43,6 +43,19 @@ def _suggest(name: str, options) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
+def symbol_comparison(e: "A.Compare", bound) -> bool:
+    """``x == "a"``, ``x != y``, ``x < y`` ...: a comparison of family variables (bound symbol variables)
+    with each other or with quoted symbols, by position in the alphabet (data symbols, then specials).
+    It is decided when the family is expanded: each instance gets the constant true or false."""
+    def var(side):
+        return isinstance(side, A.Ref) and not side.indices and side.name in bound
+
+    def lit(side):
+        return isinstance(side, A.Tok) and isinstance(side.symbol, A.SymLit)
+
+    return (var(e.left) and (var(e.right) or lit(e.right))) or (lit(e.left) and var(e.right))
+
+
 class _Checker:
     def __init__(self, module: A.Module) -> None:
         self.module = module
@@ -150,6 +163,11 @@ class _Checker:
         if isinstance(e, A.IntConst):
             return COUNT
         if isinstance(e, A.Ref):
+            if e.name in bound and not e.indices:
+                raise RaspError(
+                    f"'{e.name}' is a symbol variable, not a value", e.span,
+                    f'test the token with Q[{e.name}], or compare the symbol: {e.name} == "a", {e.name} < y',
+                )
             if e.name not in self.defs:
                 if e.name in builtins.UNARY and e.name in self.imports and not e.indices:
                     return BOOL
@@ -175,6 +193,11 @@ class _Checker:
             op = "&&" if isinstance(e, A.And) else "||"
             self.want(e.left, bound, BOOL, f"the left side of {op}")
             self.want(e.right, bound, BOOL, f"the right side of {op}")
+            return BOOL
+        if isinstance(e, A.Compare) and symbol_comparison(e, bound):
+            for side in (e.left, e.right):
+                if isinstance(side, A.Tok):
+                    self.symbol(side.symbol, bound)
             return BOOL
         if isinstance(e, A.Compare):
             lt = self.want_value(e.left, bound, "a compared value")
