@@ -57,7 +57,8 @@ class RaspError(Exception):
         return self.span.column if self.span else None
 
     def render(self) -> str:
-        name = self.filename or "<input>"
+        # no file and no place: an error about options or inputs as a whole, reported by the tool
+        name = self.filename or ("<input>" if self.span is not None or self.source else "rasp")
         if self.span is None:
             out = [f"{name}: error: {self.message}"]
         else:

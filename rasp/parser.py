@@ -70,6 +70,12 @@ class _ToAst(Transformer):
                 _tspan(name),
                 "Q[x] is the token test; i and j are positions in guards",
             )
+        if str(name) in KEYWORDS:
+            raise RaspError(
+                f"'{name}' is a keyword and cannot name a definition",
+                _tspan(name),
+                f"{_KEYWORD_USE.get(str(name), 'it is part of the language')}; choose another name",
+            )
         params: tuple = ()
         if len(children) == 3:
             params = children[1]
@@ -335,40 +341,130 @@ def _literal_int(e) -> int | None:
 _TOKEN_WORDS = {
     "_NL": "end of line", "$END": "end of input", "EQUAL": "'='", "NAME": "a name",
     "STRING": 'a quoted symbol like "a"', "INT": "an integer", "CMPOP": "a comparison",
-    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COMMA": "','",
-    "PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "PERCENT": "'%'",
-    "BANG": "'!'", "HASH": "'#'", "IMPORT": "'#import'",
+    "IMPORT": "'#import'",
 }
+
+#: how each keyword is used (hints for a keyword where a name was meant)
+_KEYWORD_USE = {
+    "alphabet": "'alphabet a b c' declares the data symbols",
+    "special": "'special \"<sep>\"' declares extra tokens",
+    "output": "'output accept|generate|predict NAME' declares the output",
+    "if": "'C1 if P else C2' is a conditional", "else": "'C1 if P else C2' is a conditional",
+    "exists": "'exists P' is #P >= 1", "true": "'true' is a constant", "false": "'false' is a constant",
+    "min": "'min(C1, C2)' is the smaller count", "max": "'max(C1, C2)' is the larger count",
+    "pos": "'pos[i % 2 == 0]' is a positional predicate",
+    "any": "'any(x, P)' is an or over symbols", "all": "'all(x, P)' is an and over symbols",
+    "sum": "'sum(x, C)' adds over symbols",
+}
+
+#: tokens that can start an expression
+_STARTS = {"NAME", "STRING", "INT", "HASH", "BANG", "LPAR", "MINUS", "EXISTS", "TRUE", "FALSE",
+           "MIN", "MAX", "POS", "ANY", "ALL", "SUM"}
+
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+
+
+def _word(name: str) -> str:
+    if name in _TOKEN_WORDS:
+        return _TOKEN_WORDS[name]
+    try:
+        term = _lark().get_terminal(name)
+    except KeyError:
+        return name.lower()
+    if term.pattern.type == "str":
+        return repr(term.pattern.value)
+    return name.lower()
 
 
 def _describe(expected: set[str]) -> str:
-    words = sorted({_TOKEN_WORDS.get(e, repr(e.strip('"').lower()) if e.isupper() else e) for e in expected})
-    if len(words) > 8:
-        words = words[:8] + ["..."]
+    words = sorted({_word(e) for e in expected})
+    if len(words) > 10:
+        words = words[:10] + ["..."]
     return ", ".join(words)
 
 
-def _hint_for_token(tok: Token, expected: set[str], line_text: str) -> str | None:
+def _open_bracket(line_text: str, col: int) -> tuple[str, int] | None:
+    """The innermost bracket still open before 1-based column ``col`` (and its column)."""
+    stack: list[tuple[str, int]] = []
+    in_string = False
+    for k, ch in enumerate(line_text[: max(col - 1, 0)]):
+        if ch == '"':
+            in_string = not in_string
+        elif in_string:
+            continue
+        elif ch == "/" and line_text[k:k + 2] == "//":
+            break
+        elif ch in _CLOSE:
+            stack.append((ch, k + 1))
+        elif ch in _CLOSE.values() and stack and _CLOSE[stack[-1][0]] == ch:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def _statement_hint(line_text: str) -> str | None:
+    """A hint from the statement's first word, for declarations cut short or malformed."""
+    words = line_text.split()
+    first = words[0] if words else ""
+    if first == "output":
+        return "write 'output accept NAME', 'output generate FAMILY' or 'output predict FAMILY'"
+    if first in ("alphabet", "special"):
+        return f'list the symbols separated by spaces: {first} a b "<sep>" 0'
+    if first == "#import":
+        return "write '#import pred', '#import pred4' or '#import pos_even', one per line"
+    return None
+
+
+def _hint_for_token(tok: Token, expected: set[str], line_text: str, history=()) -> str | None:
     value = str(tok)
+    prev = history[-1] if history else None
     if value in ("and", "or", "not"):
         return {"and": "use && for 'and'", "or": "use || for 'or'", "not": "use ! for 'not'"}[value]
+    if prev is not None and str(prev) in _KEYWORD_USE and prev.type != "NAME" and (
+            "LPAR" in expected or "LSQB" in expected):
+        return f"'{prev}' is a keyword: {_KEYWORD_USE[str(prev)]}; it cannot be used as a name"
+    if value == "=" and prev is not None and str(prev) == "=":
+        return "'==' compares; a definition is NAME = expression (one '=')"
     if tok.type == "EQUAL" and "CMPOP" in expected:
-        return "'=' defines a name; compare with '=='"
+        return "'=' defines a name; compare with '==' (or <=, >=)"
     if tok.type == "EQUAL":
         return "one definition per line: NAME = expression (compare with '==')"
-    if tok.type == "_NL" and ("RPAR" in expected or "RSQB" in expected):
-        return "an opening bracket on this line is never closed"
+    if value in ("/", "%") and tok.type not in expected:
+        return "'/' and '%' are allowed only inside guards #[...] and pos[...]; counts use + - and k * C"
+    if tok.type == "CMPOP" and "EQUAL" in expected:
+        return f"a definition is written NAME = expression, with one '=', not '{value}'"
+    declared = _statement_hint(line_text)
+    if declared and not line_text.split()[0] == value:
+        return declared
+    bracket = _open_bracket(line_text, tok.column)
+    if tok.type == "_NL" and bracket:
+        return f"the '{bracket[0]}' at column {bracket[1]} is never closed: is '{_CLOSE[bracket[0]]}' missing?"
     if tok.type == "_NL":
         return "the expression is incomplete"
     if tok.type == "CMPOP" and "CMPOP" not in expected:
         return "comparisons do not chain: write (a < b) && (b < c)"
     if tok.type == "NAME" and "EQUAL" in expected:
         return "a statement is NAME = expression"
-    if tok.type in ("NAME", "STRING", "INT") and "_NL" in expected:
+    if tok.type in _STARTS and "_NL" in expected:
         return "two expressions side by side: is an operator missing? (one statement per line)"
+    if bracket and _CLOSE[bracket[0]] in {_word(e).strip("'") for e in expected}:
+        return f"the '{bracket[0]}' at column {bracket[1]} is not closed: is '{_CLOSE[bracket[0]]}' missing?"
     if "EQUAL" in expected:
         return "a statement is NAME = expression"
     return None
+
+
+_CHAR_HINTS = {
+    "'": 'symbols are written in double quotes: "a"',
+    "&": "logical and is written &&",
+    "|": "logical or is written ||",
+    "=": "'=' defines a name; compare with '==' (or <=, >=)",
+    ";": "one statement per line, without ';'",
+    "?": "a conditional is written C1 if P else C2",
+    ":": "a conditional is written C1 if P else C2",
+    "^": "there is no '^': use && / || for logic",
+    "/": "'/' and '%' are allowed only inside guards #[...] and pos[...]",
+    "%": "'/' and '%' are allowed only inside guards #[...] and pos[...]",
+}
 
 
 def _error_from_lark(exc: UnexpectedInput, text: str) -> RaspError:
@@ -378,12 +474,13 @@ def _error_from_lark(exc: UnexpectedInput, text: str) -> RaspError:
     line_text = lines[line - 1] if 0 < line <= len(lines) else ""
     if isinstance(exc, UnexpectedCharacters):
         ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
-        hint = {
-            "'": 'symbols are written in double quotes: "a"',
-            "&": "logical and is written &&",
-            "|": "logical or is written ||",
-            "=": None,
-        }.get(ch, f"expected {_describe(set(exc.allowed or ()))}" if exc.allowed else None)
+        if ch == '"' and '"' not in line_text[col:]:
+            return RaspError("unterminated quoted symbol", Span(line, col, line, len(line_text) + 1),
+                             'close the quote on the same line: "a"')
+        hint = _CHAR_HINTS.get(ch)
+        if hint is None:
+            allowed = set(exc.allowed or ())
+            hint = f"'{ch}' is not part of the language" + (f"; expected {_describe(allowed)}" if allowed else "")
         return RaspError(f"unexpected character {ch!r}", Span(line, col, line, col + 1), hint)
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
@@ -394,11 +491,12 @@ def _error_from_lark(exc: UnexpectedInput, text: str) -> RaspError:
         span = Span(tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
         if tok.type == "_NL":
             span = Span(tok.line, tok.column, tok.line, tok.column + 1)
-        hint = _hint_for_token(tok, expected, line_text) or f"expected {_describe(expected)}"
+        history = tuple(getattr(exc, "token_history", None) or ())
+        hint = _hint_for_token(tok, expected, line_text, history) or f"expected {_describe(expected)}"
         return RaspError(f"unexpected {shown}", span, hint)
     if isinstance(exc, UnexpectedEOF):
         return RaspError("unexpected end of input", Span(line, col, line, col + 1), "the program ends mid-statement")
-    return RaspError(str(exc), Span(line, col, line, col + 1))
+    return RaspError(str(exc), Span(line, col, line, col + 1), "check the syntax of this line")
 
 
 def parse_module(text: str, filename: str | None = None) -> A.Module:

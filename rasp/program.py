@@ -83,7 +83,7 @@ class Program:
                 if line is not None and columns is not None:
                     span = Span(line, columns[p], line, columns[p] + len(t))
                 raise RaspError(
-                    f"token '{t}' at position {p} is not in the alphabet ({' '.join(self.symbols)})",
+                    f"token '{t}' at position {p} is not in the alphabet: {' '.join(self.symbols)}",
                     span,
                     "declare it in 'alphabet'/'special', or pass --alphabet",
                     source=source,

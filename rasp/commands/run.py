@@ -59,5 +59,9 @@ def run(args: argparse.Namespace) -> int:
         path = Path(args.trace)
         text = trace_text(program, inputs) if path.suffix.lower() == ".txt" else trace_html(
             program, inputs, title=f"trace of {args.program}")
-        path.write_text(text)
+        try:
+            path.write_text(text)
+        except OSError as exc:
+            raise RaspError(f"cannot write the trace to {path}: {exc.strerror}",
+                            hint="check that the folder exists and is writable") from None
     return 0

@@ -1,0 +1,274 @@
+"""User errors: every malformed program gives a located message (FILE:LINE:COL: error: ...), the
+source line, a caret under the problem, a hint, and exit code 2; bad inputs are located in the
+input; anything unexpected is an internal error with exit code 1 and never a traceback."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import rasp
+from rasp.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+DYCK = str(ROOT / "programs" / "dyck1.cr")
+
+
+@dataclass(frozen=True)
+class Bad:
+    name: str
+    source: str
+    line: int
+    col: int
+    message: str  # a fragment of the message
+    hint: str  # a fragment of the hint
+    width: int | None = None  # caret width, when it matters
+
+
+BAD_PROGRAMS = [
+    # ---- syntax
+    Bad("missing-operand", 'alphabet a b\nX = #"a" -\nok = X == 0\n', 2, 11, "unexpected end of line",
+        "incomplete"),
+    Bad("unclosed-paren", 'alphabet a b\nok = (#"a" == 1\n', 2, 16, "unexpected end of line",
+        "'(' at column 6 is never closed"),
+    Bad("unclosed-guard", 'alphabet a b\nX = #[j == i - 1 "a"\nok = X == 1\n', 2, 18, "unexpected '\"a\"'",
+        "'[' at column 6 is not closed", 3),
+    Bad("side-by-side", 'alphabet a b\nok = #"a" #"b"\n', 2, 11, "unexpected '#'", "operator missing"),
+    Bad("single-amp", 'alphabet a b\nok = "a" & "b"\n', 2, 10, "unexpected character '&'", "&&"),
+    Bad("single-pipe", 'alphabet a b\nok = "a" | "b"\n', 2, 10, "unexpected character '|'", "||"),
+    Bad("eq-for-compare", 'alphabet a b\nok = #"a" = 1\n', 2, 11, "unexpected '='", "compare with '=='"),
+    Bad("eqeq-for-define", 'alphabet a b\nP[x] == Q[x]\n', 2, 7, "unexpected '='", "one '='"),
+    Bad("single-quote", "alphabet a b\nok = 'a'\n", 2, 6, "unexpected character", 'double quotes'),
+    Bad("unterminated-string", 'alphabet a b\nok = "a\n', 2, 6, "unterminated quoted symbol", "close the quote"),
+    Bad("and-word", 'alphabet a b\nok = "a" and "b"\n', 2, 10, "unexpected 'and'", "&&", 3),
+    Bad("chained-compare", 'alphabet a b\nok = 0 < #"a" < 3\n', 2, 15, "unexpected '<'", "do not chain"),
+    Bad("missing-equals", 'alphabet a b\nok #"a" == 1\n', 2, 4, "unexpected '#'", "NAME = expression"),
+    Bad("semicolon", 'alphabet a b\nok = "a" ; X = 1\n', 2, 10, "unexpected character ';'", "one statement per line"),
+    Bad("stray-char", 'alphabet a b\nok = #"a" == 1 @\n', 2, 16, "unexpected character '@'", "not part of the language"),
+    Bad("division-of-counts", 'alphabet a b\nok = #"a" / 2 == 1\n', 2, 11, "unexpected '/'", "only inside guards"),
+    Bad("alphabet-comma", 'alphabet a, b\nok = "a"\n', 1, 11, "unexpected ','", "separated by spaces"),
+    Bad("output-no-name", 'alphabet a b\nok = "a"\noutput accept\n', 3, 14, "unexpected end of line",
+        "output accept NAME"),
+    Bad("keyword-as-name", 'alphabet a b\nexists = #"a" == 1\n', 2, 1, "'exists' is a keyword", "another name", 6),
+    Bad("keyword-as-reference", 'alphabet a b\nok = sum > 1\n', 2, 10, "unexpected '>'", "'sum' is a keyword"),
+    Bad("product-of-counts", 'alphabet a b\nok = #"a" * #"b" == 1\n', 2, 6, "multiplication needs an integer constant",
+        "k * C"),
+    # ---- names
+    Bad("unknown-name", 'alphabet a b\nCOUNT_A = #"a"\nok = COUNT_B == 1\n', 3, 6, "unknown name 'COUNT_B'",
+        "did you mean 'COUNT_A'?", 7),
+    Bad("duplicate", 'alphabet a b\nX = #"a"\nX = #"b"\nok = X == 1\n', 3, 1, "'X' is defined twice (first defined on line 2)",
+        "rename"),
+    Bad("cycle", 'alphabet a b\nX = Y + 1\nY = X - 1\nok = X == 1\n', 3, 5, "cycle: X -> Y -> X", "depend on it"),
+    Bad("self-reference", 'alphabet a b\nX = #(X > 0)\nok = X == 1\n', 2, 7, "cycle: X -> X", "depend on it"),
+    Bad("reserved-Q", 'alphabet a b\nQ = "a"\n', 2, 1, "'Q' is reserved", "token test"),
+    Bad("bad-import", '#import succ\nok = #"a" == 1\n', 1, 1, "unknown predicate 'succ'", "pred, pred4"),
+    Bad("not-imported", 'alphabet a b\nX = #[pred] "a"\nok = X == 1\n', 2, 7, "'pred' is not imported", "#import pred"),
+    Bad("unknown-guard-name", 'alphabet a b\nX = #[prev] "a"\nok = X == 1\n', 2, 7, "unknown guard predicate 'prev'",
+        "j == i - 1"),
+    # ---- families and symbols
+    Bad("family-too-many", 'alphabet a b\nP[x] = Q[x]\nok = P["a", "b"]\n', 3, 6, "'P' takes 1 symbol index, got 2",
+        "P[x]"),
+    Bad("family-no-index", 'alphabet a b\nP[x] = Q[x]\nok = P\n', 3, 6, "'P' takes 1 symbol index, got 0", "P[x]"),
+    Bad("plain-with-index", 'alphabet a b\nX = "a"\nok = X["a"]\n', 3, 6, "'X' takes 0 symbol indices, got 1",
+        "write X"),
+    Bad("unbound-variable", 'alphabet a b\nok = Q[x]\n', 2, 8, "unbound symbol variable 'x'", "any(x, ...)"),
+    Bad("symbol-not-in-alphabet", 'alphabet a b\nok = #"c" == 1\n', 2, 7, 'symbol "c" is not in the alphabet',
+        "alphabet", 3),
+    Bad("literal-family-param", 'alphabet a b\nP["a"] = "a"\nok = P["a"]\n', 2, 3, "family parameters are variables",
+        "P[x]"),
+    # ---- types
+    Bad("bool-plus", 'alphabet a b\nok = "a" + 1 == 2\n', 2, 6, "left operand of + must be a count, but this is a bool",
+        "count it with #P", 3),
+    Bad("count-and", 'alphabet a b\nX = #"a"\nok = X && "b"\n', 3, 6, "left side of && must be a bool, but this is a count",
+        "C >= 1"),
+    Bad("not-count", 'alphabet a b\nok = !#"a"\n', 2, 7, "operand of ! must be a bool", "C >= 1"),
+    Bad("bool-less", 'alphabet a b\nok = "a" < "b"\n', 2, 6, "'<' compares counts, not bools", "== and !="),
+    Bad("branches-differ", 'alphabet a b\nok = (#"a" if "a" else "b") == 1\n', 2, 7, "branches of 'if' differ",
+        "same type"),
+    Bad("any-of-count", 'alphabet a b\nok = any(x, #Q[x])\n', 2, 13, "any(...) needs a bool body", "sum takes a count"),
+    # ---- positions
+    Bad("division-by-position", 'alphabet a b\nX = #[j == i / j] "a"\nok = X == 1\n', 2, 16,
+        "'/' needs a positive integer constant", "i / 3"),
+    Bad("modulo-zero", 'alphabet a b\nX = #[(i - j) % 0 == 0] "a"\nok = X == 1\n', 2, 17,
+        "'%' needs a positive integer constant", "% 2"),
+    Bad("j-in-pos", 'alphabet a b\nok = pos[j == 1]\n', 2, 10, "unknown position 'j'", "predicate of i alone"),
+    Bad("i-outside-guard", 'alphabet a b\nok = i == 1\n', 2, 6, "position 'i' can only be used inside a guard",
+        "positional predicates"),
+    Bad("guard-is-number", 'alphabet a b\nX = #[i - j] "a"\nok = X == 1\n', 2, 7, "a guard needs a condition",
+        "j == i - 1"),
+    # ---- outputs and whole programs
+    Bad("output-accept-count", 'alphabet a b\nX = #"a"\nok = X > 1\noutput accept X\n', 4, 1,
+        "'output accept' needs a plain bool definition", "'X' is a count"),
+    Bad("output-generate-plain", 'alphabet a b\nX = #"a" > 1\noutput generate X\n', 3, 1,
+        "'output generate' needs a bool family over one symbol", "'X' is a bool"),
+    Bad("output-unknown-kind", 'alphabet a b\nok = "a"\noutput classify ok\n', 3, 8, "unknown output kind 'classify'",
+        "output accept NAME"),
+    Bad("output-unknown-name", 'alphabet a b\nok = "a"\noutput accept okk\n', 3, 1, "unknown name 'okk'",
+        "did you mean 'ok'?"),
+    Bad("last-is-count", 'alphabet a b\nX = #"a"\n', 2, 1, "the last definition 'X' is the output and must be a plain bool",
+        "output accept NAME"),
+    Bad("alphabet-twice", 'alphabet a b\nalphabet a b\nok = "a"\n', 2, 1, "the alphabet is declared twice",
+        "declare it once"),
+    Bad("only-comments", "// nothing here\n\n", 1, 1, "the program defines nothing", "at least one definition"),
+]
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def check_located(err: str, path: str, bad_line: int, bad_col: int, source: str | None):
+    lines = err.rstrip("\n").split("\n")
+    head = re.escape(f"{path}:{bad_line}:{bad_col}: error: ")
+    assert re.match(head, lines[0]), err
+    assert "Traceback" not in err
+    hint = [x for x in lines if x.startswith("hint: ")]
+    assert len(hint) == 1, err
+    if source is not None:
+        text = source.splitlines()[bad_line - 1]
+        assert lines[1] == "  " + text, err
+        caret = lines[2]
+        assert caret.startswith("  " + " " * (bad_col - 1) + "^"), err
+        assert set(caret.strip()) == {"^"}, err
+    return lines
+
+
+@pytest.mark.parametrize("bad", BAD_PROGRAMS, ids=lambda b: b.name)
+def test_malformed_program(bad: Bad, tmp_path, capsys):
+    path = tmp_path / f"{bad.name}.cr"
+    path.write_text(bad.source)
+    code, out, err = run_cli(capsys, "run", str(path), "a")
+    assert code == 2, err
+    assert out == ""
+    lines = check_located(err, str(path), bad.line, bad.col, bad.source)
+    assert bad.message in lines[0], err
+    assert bad.hint in [x for x in lines if x.startswith("hint: ")][0], err
+    if bad.width is not None:
+        assert lines[2].strip() == "^" * bad.width, err
+
+
+def test_enough_distinct_malformed_programs():
+    assert len({b.name for b in BAD_PROGRAMS}) == len(BAD_PROGRAMS) >= 15
+    assert len({b.source for b in BAD_PROGRAMS}) == len(BAD_PROGRAMS)
+
+
+@pytest.mark.parametrize("bad", BAD_PROGRAMS, ids=lambda b: b.name)
+def test_api_raises_located_rasp_error(bad: Bad):
+    with pytest.raises(rasp.RaspError) as info:
+        rasp.parse(bad.source)
+    exc = info.value
+    assert (exc.line, exc.column) == (bad.line, bad.col)
+    assert exc.hint
+
+
+def test_empty_program(tmp_path, capsys):
+    path = tmp_path / "empty.cr"
+    path.write_text("")
+    code, _, err = run_cli(capsys, "run", str(path), "a")
+    assert code == 2
+    assert err.startswith(f"{path}:1:1: error: the program defines nothing"), err
+    assert "hint: " in err and "Traceback" not in err
+
+
+def test_missing_program_file(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "run", str(tmp_path / "nope.cr"), "a")
+    assert code == 2
+    assert "cannot read program" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------- bad inputs
+def test_token_outside_alphabet_argv(capsys):
+    code, out, err = run_cli(capsys, "run", DYCK, "(", "x", ")")
+    assert code == 2 and out == ""
+    lines = check_located(err, "<argv>", 1, 3, "( x )")
+    assert "token 'x' at position 1 is not in the alphabet" in lines[0]
+
+
+def test_token_outside_alphabet_stdin(capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("( )\n// a comment\n\n( (  yy )\n"))
+    code, out, err = run_cli(capsys, "run", DYCK)
+    assert code == 2 and out == ""
+    lines = check_located(err, "<stdin>", 4, 6, None)
+    assert lines[1] == "  ( (  yy )" and lines[2] == "       ^^", err
+    assert "token 'yy' at position 2" in lines[0]
+
+
+def test_empty_input_argv(capsys):
+    code, out, err = run_cli(capsys, "run", DYCK, "")
+    assert code == 2 and out == ""
+    assert "empty input" in err and "hint: " in err
+
+
+def test_empty_input_stdin(capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("// only a comment\n\n"))
+    code, out, err = run_cli(capsys, "run", DYCK)
+    assert code == 2 and out == ""
+    assert "empty input" in err and "hint: " in err and "Traceback" not in err
+
+
+def test_api_token_outside_alphabet():
+    p = rasp.load(DYCK)
+    with pytest.raises(rasp.RaspError, match="token 'a' at position 2"):
+        rasp.run(p, "( ) a")
+    with pytest.raises(rasp.RaspError, match="empty input"):
+        rasp.run(p, "")
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--alphabet", "a,a"], "--alphabet lists a symbol twice"),
+    (["--max-new", "-1"], "--max-new must be at least 0"),
+    (["--trace", "out.pdf"], "must end in .html or .txt"),
+    (["--alphabet", "a,b"], 'symbol "(" is not in the alphabet'),
+])
+def test_bad_options(argv, fragment, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "run", DYCK, "( )", *argv)
+    assert code == 2, err
+    assert fragment in err and "Traceback" not in err
+
+
+def test_trace_unwritable(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "run", DYCK, "( )", "--trace", str(tmp_path / "no" / "dir" / "t.txt"))
+    assert code == 2
+    assert "cannot write the trace" in err and "Traceback" not in err
+
+
+def test_usage_error_exit_2(capsys):
+    code, _, err = run_cli(capsys, "run")
+    assert code == 2 and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------- internal errors
+def test_internal_error_exit_1(capsys, monkeypatch):
+    import rasp.program
+
+    def boom(*args, **kwargs):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(rasp.program, "evaluate", boom)
+    monkeypatch.delenv("RASP_DEBUG", raising=False)
+    code, out, err = run_cli(capsys, "run", DYCK, "( )")
+    assert code == 1
+    assert "internal error" in err and "ZeroDivisionError" in err and "simulated bug" in err
+    assert "Traceback" not in err
+
+
+def test_subprocess_user_error_and_no_traceback(tmp_path):
+    path = tmp_path / "bad.cr"
+    path.write_text('alphabet a b\nok = "a" & "b"\n')
+    proc = subprocess.run([sys.executable, "-m", "rasp", "run", str(path), "a"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith(f"{path}:2:10: error: unexpected character '&'")
+    assert "Traceback" not in proc.stderr
