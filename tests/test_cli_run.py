@@ -1,0 +1,291 @@
+"""`rasp run`: every example in the README works (with and without --json and --trace), `python -m rasp`
+is the same CLI as the `rasp` script, the CLI agrees with the case table, and printing is canonical
+(parse(str(p)) == p, printing idempotent) on every case."""
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rasp
+from cases import CASES
+from rasp.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+# ---------------------------------------------------------------------- README examples
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """Fenced code blocks: (language tag, lines)."""
+    out, tag, lines, inside = [], "", [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if inside:
+                out.append((tag, lines))
+                inside = False
+            else:
+                tag, lines, inside = line[3:].strip(), [], True
+        elif inside:
+            lines.append(line)
+    return out
+
+
+def readme_run_commands() -> list[tuple[str, list[str] | None]]:
+    """(shell command, expected stdout lines or None) for every `rasp run` example in the README."""
+    found = []
+    for tag, lines in _blocks(README):
+        k = 0
+        while k < len(lines):
+            line = lines[k]
+            if line.startswith("$ ") and "rasp run" in line:
+                expected = []
+                k += 1
+                while k < len(lines) and not lines[k].startswith("$ "):
+                    expected.append(lines[k])
+                    k += 1
+                found.append((line[2:], expected))
+                continue
+            if tag == "bash" and "rasp run" in line:  # e.g. "pip install ... && rasp run ..."
+                part = [p for p in line.split("&&") if "rasp run" in p][0].strip()
+                found.append((part, None))
+            k += 1
+    return found
+
+
+COMMANDS = readme_run_commands()
+
+
+def readme_programs() -> list[str]:
+    """Program texts shown in the README (untagged blocks that are not shell sessions)."""
+    progs = []
+    for tag, lines in _blocks(README):
+        body = [x for x in lines if x.strip() and not x.strip().startswith("//")]
+        if tag == "" and body and not body[0].startswith("$ ") and any(" = " in x for x in body):
+            progs.append("\n".join(lines) + "\n")
+    return progs
+
+
+def test_readme_has_examples():
+    assert len(COMMANDS) >= 3
+    assert any("--json" in c for c, _ in COMMANDS)
+    assert any("--trace" in c for c, _ in COMMANDS)
+    assert len(readme_programs()) >= 2
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """A scratch folder with a copy of programs/, as the README's commands expect."""
+    shutil.copytree(ROOT / "programs", tmp_path / "programs")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _shell(command: str, cwd: Path, rasp_cmd: str) -> subprocess.CompletedProcess:
+    cmd = re.sub(r"(^|\|\s*)rasp run", lambda m: f"{m.group(1)}{rasp_cmd} run", command)
+    return subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def _split(command: str) -> tuple[str | None, list[str]]:
+    """``printf ... | rasp run ARGS`` -> (the stdin-producing shell part, ARGS)."""
+    left = None
+    if "|" in command and "rasp run" in command.split("|", 1)[1]:
+        left, command = command.split("|", 1)
+    argv = shlex.split(command, comments=True)
+    assert argv[:2] == ["rasp", "run"], command
+    return left, argv[1:]
+
+
+def _strip_output_options(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--json":
+            continue
+        if a == "--trace":
+            skip = True
+            continue
+        out.append(a)
+    return out
+
+
+def _run_inprocess(argv: list[str], stdin_text: str | None, capsys, monkeypatch) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin_text or ""))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _stdin_for(left: str | None, cwd: Path) -> str | None:
+    if left is None:
+        return None
+    return subprocess.run(["bash", "-c", left], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("command, expected", COMMANDS, ids=[c for c, _ in COMMANDS])
+def test_readme_command_as_written(command, expected, workdir):
+    """The README command through bash, with `python -m rasp` and (when installed) the `rasp` script."""
+    runners = [f"{shlex.quote(sys.executable)} -m rasp"]
+    if shutil.which("rasp"):
+        runners.append("rasp")
+    outputs = []
+    for runner in runners:
+        proc = _shell(command, workdir, runner)
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        if expected:
+            assert proc.stdout.splitlines() == expected
+        outputs.append(proc.stdout)
+        for t in re.findall(r"--trace\s+(\S+)", command):
+            assert (workdir / t).is_file()
+    assert all(o == outputs[0] for o in outputs), "python -m rasp and the rasp script differ"
+
+
+@pytest.mark.parametrize("command, expected", COMMANDS, ids=[c for c, _ in COMMANDS])
+@pytest.mark.parametrize("variant", ["plain", "json", "trace-txt", "trace-html"])
+def test_readme_command_variants(command, expected, variant, workdir, capsys, monkeypatch):
+    left, argv = _split(command)
+    argv = _strip_output_options(argv)
+    stdin_text = _stdin_for(left, workdir)
+    program = rasp.load(workdir / argv[1])
+    if variant == "json":
+        argv = argv + ["--json"]
+    if variant.startswith("trace"):
+        trace = workdir / ("t.txt" if variant == "trace-txt" else "t.html")
+        argv = argv + ["--trace", str(trace)]
+    code, out, err = _run_inprocess(argv, stdin_text, capsys, monkeypatch)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines
+    if variant == "json":
+        objs = [json.loads(x) for x in lines]
+        assert all(set(o) >= {"tokens", "output", "kind"} for o in objs)
+        for o in objs:
+            assert o["output"] == rasp.run(program, o["tokens"])
+            assert o["kind"] == program.output_kind
+        if expected and expected[0].startswith("{"):
+            assert objs == [json.loads(x) for x in expected]
+    else:
+        for line in lines:
+            toks, shown = line.split("\t")
+            assert shown in ("accept", "reject")
+            assert (shown == "accept") == rasp.run(program, toks)
+    if variant == "trace-txt":
+        text = trace.read_text()
+        for d in program.core.defs:
+            assert re.search(rf"^{re.escape(d.name)}\s", text, re.M), d.name
+    if variant == "trace-html":
+        page = trace.read_text()
+        assert_self_contained_html(page)
+        for d in program.core.defs:
+            assert f">{html.escape(d.name)}<" in page, d.name
+
+
+def assert_self_contained_html(page: str) -> None:
+    assert page.lstrip().lower().startswith("<!doctype html>")
+    assert page.rstrip().endswith("</html>")
+    low = page.lower()
+    assert "<script" not in low
+    assert "<link" not in low
+    assert "src=" not in low
+    assert "http://" not in low and "https://" not in low
+    assert "@import" not in low and "url(" not in low
+
+
+@pytest.mark.parametrize("k", range(2))
+def test_readme_programs_run(k):
+    progs = readme_programs()
+    p = rasp.parse(progs[k])
+    inputs = {"accept": "( ( ) )", "generate": "a b c <sep> b"}
+    toks = inputs.get(p.output_kind)
+    if toks and all(t in p.symbols for t in toks.split()):
+        out = rasp.run(p, toks)
+        assert out == (True if p.output_kind == "accept" else ["c"])
+    assert rasp.parse(str(p)) == p
+
+
+def test_readme_python_api(workdir):
+    """The README's Python API block runs as written, and its comments hold."""
+    block = [lines for tag, lines in _blocks(README) if tag == "python"][0]
+    namespace: dict = {}
+    exec(compile("\n".join(block), "README.md", "exec"), namespace)
+    p = namespace["p"]
+    assert rasp.run(p, "( ( ) )") is True
+    assert rasp.parse(str(p)) == p
+    values = p.evaluate(["( )", "( ( )"])
+    assert all(v.shape == (2, 3) for v in values.values())
+
+
+def test_python_m_rasp_is_the_cli():
+    """`python -m rasp --help` lists the same commands as rasp.cli's parser."""
+    proc = subprocess.run([sys.executable, "-m", "rasp", "--help"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+    assert proc.returncode == 0
+    from rasp.cli import build_parser
+
+    assert proc.stdout == build_parser().format_help().replace("__main__.py", "rasp")
+
+
+# ---------------------------------------------------------------------- CLI vs the case table
+@pytest.mark.parametrize("case", [c for c in CASES if " " not in "".join(c.token_list)], ids=lambda c: c.name)
+def test_cli_json_matches_table(case, tmp_path, capsys):
+    path = tmp_path / "p.rasp"
+    path.write_text(case.source)
+    code = main(["run", str(path), *case.token_list, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["tokens"] == case.token_list
+    assert obj["output"] == case.expected
+
+
+def test_text_output_formats(tmp_path, capsys):
+    gen = tmp_path / "g.rasp"
+    gen.write_text('alphabet a b\nNEXT[x] = #Q[x] < 2\noutput generate NEXT\n')
+    assert main(["run", str(gen), "a"]) == 0
+    assert capsys.readouterr().out == "a\ta b b\n"
+    assert main(["run", str(gen), "a", "a", "b", "b"]) == 0
+    assert capsys.readouterr().out == "a a b b\t(nothing)\n"
+    assert main(["run", str(gen), "b", "--max-new", "1"]) == 0
+    assert capsys.readouterr().out == "b\ta\n"
+    pred = tmp_path / "p.rasp"
+    pred.write_text('alphabet a b\nALLOWED[x] = !Q[x]\noutput predict ALLOWED\n')
+    assert main(["run", str(pred), "a b"]) == 0
+    assert capsys.readouterr().out == "a b\t{b} {a}\n"
+
+
+def test_alphabet_option(tmp_path, capsys):
+    path = tmp_path / "seen.rasp"
+    path.write_text('alphabet a b\nSEEN[x] = exists Q[x]\nok = all(x, SEEN[x])\n')
+    assert main(["run", str(path), "a b b", "--alphabet", "a,b,c", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["output"] is False
+    assert main(["run", str(path), "c b a", "--alphabet", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["output"] is True
+
+
+def test_stdin_many_inputs_and_comments(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("// header\n( )\n\n) (\n  // indented comment\n( ( ) )\n"))
+    assert main(["run", str(ROOT / "programs" / "dyck1.cr")]) == 0
+    assert capsys.readouterr().out == "( )\taccept\n) (\treject\n( ( ) )\taccept\n"
+
+
+# ---------------------------------------------------------------------- printing
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_print_round_trip(case):
+    p = rasp.parse(case.source)
+    text = str(p)
+    q = rasp.parse(text)
+    assert q == p
+    assert q.module == p.module
+    assert str(q) == text  # idempotent
+    assert q.core == p.core
