@@ -118,7 +118,21 @@ class Program:
         return out
 
     def _generate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
-        """Greedy decoding: append the first symbol whose NEXT holds at the last position."""
+        """Greedy decoding: append the first symbol whose NEXT holds at the last position.
+
+        C-RASP programs are decoded incrementally (:mod:`rasp.stream`: the prompt, then each new token,
+        one position at a time, vectorized over the batch and over family instances); others by
+        re-evaluating the whole program after every token (:meth:`_generate_reevaluate`). Both give
+        the same tokens."""
+        from . import stream
+
+        if not stream.supports(self):
+            return self._generate_reevaluate(seqs, max_new)
+        limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+        return [[self.symbols[k] for k in g] for g in stream.generate(self, seqs, limits)]
+
+    def _generate_reevaluate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
+        """Greedy decoding by re-evaluating the whole program after every generated token."""
         generated: list[list[int]] = [[] for _ in seqs]
         active = list(range(len(seqs)))
         current = [list(s) for s in seqs]
