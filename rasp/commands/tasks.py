@@ -1,0 +1,145 @@
+"""``rasp tasks``: the task registry (:mod:`rasp.tasks`).
+
+* ``rasp tasks``: a table of every task (program, published label, source); ``--json``: a list of
+  objects (``name``, ``kind``, ``program``, ``alphabet``, ``published_in_class``, ``published_nope``,
+  ``citation``, ``statement``, ``published_accuracy``, ...);
+* ``rasp tasks show NAME``: one task in full;
+* ``rasp tasks sample NAME --length N --count K --seed S [--alphabet ...]``: random inputs, one per
+  line in the format ``rasp run`` reads; ``--json``: one object per line with ``tokens`` and the
+  reference output ``target``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+import numpy as np
+
+from .. import tasks as T
+from ..errors import RaspError
+from ..expand import parse_alphabet_option
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "tasks",
+        help="list the tasks (seed retrieval/copying, Huang et al.); sample inputs with reference outputs",
+        description="Without a subcommand: a table of every registered task with its program, the published "
+        "theory label (in C-RASP[periodic, local] or not) and the source. 'rasp tasks sample NAME' prints "
+        "random inputs in the format 'rasp run' reads; 'rasp tasks show NAME' prints one task in full.",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON: a list of task objects")
+    sp = p.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND")
+
+    s = sp.add_parser("sample", help="random inputs of a task, one per line",
+                      description="Random inputs of task NAME, one per line (tokens separated by spaces), "
+                      "ready for 'rasp run PROGRAM'. With --json: one object per line with the tokens and "
+                      "the reference output (target), as 'rasp run --json' prints outputs.")
+    s.add_argument("name", help="the task (see 'rasp tasks')")
+    s.add_argument("--length", required=True, metavar="N",
+                   help="tokens per input (special tokens included), or a range LO-HI drawn uniformly")
+    s.add_argument("--count", type=int, default=1, metavar="K", help="how many inputs (default 1)")
+    s.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    s.add_argument("--alphabet", metavar="SYMBOLS",
+                   help="another data alphabet: 'a,b,c' or 'a b c', or N for the first N of a-z A-Z 0-9 "
+                   "(tasks with a variable alphabet only)")
+    s.add_argument("--json", action="store_true", dest="sample_json",
+                   help="one JSON object per line: task, length, tokens, target")
+
+    sh = sp.add_parser("show", help="one task in full", description="Every field of task NAME.")
+    sh.add_argument("name", help="the task")
+    sh.add_argument("--json", action="store_true", dest="show_json", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def _label(v) -> str:
+    return {True: "yes", False: "no", None: "?"}[v]
+
+
+def _rows() -> list[list[str]]:
+    rows = []
+    for t in T.TASKS.values():
+        rows.append([t.name, t.kind, t.program or "-", _label(t.published_in_class), _label(t.published_nope),
+                     t.source])
+    return rows
+
+
+HEADER = ["task", "kind", "program", "in class", "NoPE", "source"]
+
+
+def print_table(out=sys.stdout) -> None:
+    rows = _rows()
+    if out.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="tasks (in class: in C-RASP[periodic, local] as published; NoPE: in plain C-RASP)")
+        for h in HEADER:
+            table.add_column(h)
+        for r in rows:
+            style = None if r[3] == "yes" else "dim"
+            table.add_row(*r, style=style)
+        Console(file=out).print(table)
+        return
+    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(HEADER)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    print(fmt.format(*HEADER).rstrip(), file=out)
+    for r in rows:
+        print(fmt.format(*r).rstrip(), file=out)
+
+
+def _lengths(text: str, rng: np.random.Generator, count: int) -> list[int]:
+    m = re.fullmatch(r"\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?", text)
+    if not m:
+        raise RaspError(f"--length {text}: give a number N or a range LO-HI", hint="e.g. --length 20 or --length 51-100")
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) else lo
+    if hi < lo:
+        raise RaspError(f"--length {text}: the range is empty")
+    return [int(x) for x in rng.integers(lo, hi + 1, size=count)]
+
+
+def run_sample(args: argparse.Namespace) -> int:
+    task = T.get(args.name)
+    if args.count < 0:
+        raise RaspError("--count must be at least 0")
+    alphabet = parse_alphabet_option(args.alphabet) if args.alphabet else None
+    rng = np.random.default_rng(args.seed)
+    lengths = _lengths(args.length, rng, args.count)
+    for n in lengths:
+        s = task.sample(rng, n, alphabet)
+        if args.sample_json:
+            print(json.dumps({"task": task.name, "length": n, "tokens": s.tokens, "target": s.target,
+                              "kind": task.kind}))
+        else:
+            print(" ".join(s.tokens))
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    t = T.get(args.name)
+    data = t.to_json()
+    if args.show_json:
+        print(json.dumps(data, indent=2))
+        return 0
+    for k, v in data.items():
+        if isinstance(v, (list, tuple)) and len(v) > 30:
+            v = " ".join(map(str, v[:12])) + f" ... ({len(v)} symbols)"
+        elif isinstance(v, (list, tuple)):
+            v = " ".join(map(str, v))
+        print(f"{k}: {v}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.tasks_command == "sample":
+        return run_sample(args)
+    if args.tasks_command == "show":
+        return run_show(args)
+    if args.json:
+        print(json.dumps([t.to_json() for t in T.TASKS.values()], indent=1))
+        return 0
+    print_table()
+    return 0
