@@ -38,7 +38,7 @@ from . import ast as A
 from .expand import expand
 from .printer import module_to_str
 from .program import Program
-from .typecheck import check_module
+from .typecheck import check_module, symbol_comparison
 
 __all__ = [
     "FRAGMENTS", "OPERATION_KINDS", "PROGRAM_BUILDERS", "Features", "inputs", "irregular_guards",
@@ -301,7 +301,13 @@ class _Gen:
         sub = lambda tt, b=bound: self.expr(tt, depth + 1, b)  # noqa: E731
         free = [v for v in _VARS if v not in bound]
         if t == A.BOOL:
-            kind = self.pick(("not", "and", "or", "cmp", "beq", "exists", "cond", "quant"))
+            kind = self.pick(("not", "and", "or", "cmp", "beq", "exists", "cond", "quant") + (("symcmp",) if bound else ()))
+            if kind == "symcmp":  # x == "a", x < y: symbols compared by alphabet position, folded at expansion
+                left = A.Ref(self.pick(bound))
+                right = A.Ref(self.pick(bound)) if self.draw(st.booleans()) else A.Tok(A.SymLit(self.pick(self.symbols)))
+                if isinstance(right, A.Tok) and self.draw(st.booleans()):
+                    left, right = right, left
+                return A.Compare(self.pick(_CMP_OPS), left, right)
             if kind == "not":
                 return A.Not(sub(A.BOOL))
             if kind == "and":
@@ -471,6 +477,7 @@ def task_inputs(task_name: str, min_length: int | None = None, max_length: int |
 OPERATION_KINDS = (
     "tok", "tok-var", "bool-const", "int-const", "not", "and", "or",
     "cmp==", "cmp!=", "cmp<", "cmp<=", "cmp>", "cmp>=", "bool==", "bool!=",
+    "sym==", "sym!=", "sym<", "sym<=", "sym>", "sym>=",
     "count", "count-guard", "exists", "exists-guard", "guard-name", "cond-count", "cond-bool",
     "add", "sub", "scale", "neg", "min", "max", "pos", "pos-name", "pos-ref",
     "family-1", "family-2", "ref", "ref-family", "any", "all", "sum",
@@ -488,7 +495,7 @@ def kinds(program: Program | A.Module) -> set[str]:
     if isinstance(program, Program):
         types = {n: s.type for n, s in program.checked.signatures.items()}
 
-    def visit(e, inside_bool_cond=False):
+    def visit(e, bound=frozenset()):
         if isinstance(e, A.Tok):
             found.add("tok-var" if isinstance(e.symbol, A.SymVar) else "tok")
         elif isinstance(e, A.BoolConst):
@@ -502,6 +509,9 @@ def kinds(program: Program | A.Module) -> set[str]:
         elif isinstance(e, A.Or):
             found.add("or")
         elif isinstance(e, A.Compare):
+            if symbol_comparison(e, bound):
+                found.add("sym" + e.op)
+                return
             boolean = _is_bool(e.left, types)
             found.add(("bool" if boolean else "cmp") + e.op)
         elif isinstance(e, (A.Count, A.Exists)):
@@ -534,15 +544,16 @@ def kinds(program: Program | A.Module) -> set[str]:
                 found.add("ref-family" if e.indices else "ref")
         elif isinstance(e, A.Quant):
             found.add(e.op)
+            bound = bound | {e.var}
         for c in A.children(e):
-            visit(c)
+            visit(c, bound)
 
     has_output = False
     for s in module.statements:
         if isinstance(s, A.Definition):
             if s.params:
                 found.add(f"family-{len(s.params)}")
-            visit(s.expr)
+            visit(s.expr, frozenset(p.name for p in s.params if isinstance(p, A.SymVar)))
         elif isinstance(s, A.Import):
             found.add(f"import-{s.name}")
         elif isinstance(s, A.OutputDecl):

@@ -14,7 +14,7 @@ from rasp import ast as A
 from rasp.parser import parse_module
 from rasp.printer import module_to_str
 from rasp.rewrite import rewrite_core, rewrite_module
-from rasp.strategies import OPERATION_KINDS, FRAGMENTS, inputs, kinds, programs
+from rasp.strategies import FRAGMENTS, OPERATION_KINDS, inputs, kinds, programs, task_samples
 from naive import naive_output, naive_values
 
 FRAGMENT_NAMES = ["C-RASP", "C-RASP[local]", "C-RASP[periodic]", "C-RASP[periodic,local]"]
@@ -187,3 +187,129 @@ def test_whole_program_errors_are_located():
             _assert_located(err, text)
         else:
             raise AssertionError(f"{text!r} parsed")
+
+
+# ----------------------------------------------------------------------------- checker
+SMALLER = {
+    "C-RASP": {"C-RASP"},
+    "C-RASP[local]": {"C-RASP", "C-RASP[local]"},
+    "C-RASP[periodic]": {"C-RASP", "C-RASP[periodic]"},
+    "C-RASP[periodic,local]": {"C-RASP", "C-RASP[local]", "C-RASP[periodic]", "C-RASP[periodic,local]"},
+}
+
+
+@given(st.sampled_from(FRAGMENT_NAMES).flatmap(lambda f: st.tuples(st.just(f), programs(fragment=f))))
+def test_checker_classifies_generated_programs(pair):
+    from rasp.checker import check
+
+    fragment, p = pair
+    v = check(p)
+    assert v.fragment in SMALLER[fragment], (str(p), v.fragment, v.reasons)
+    assert not v.reasons and v.guarantee == "guaranteed"
+
+
+def _with_definition(p: rasp.Program, definition: str) -> str:
+    """p's source with one more (unused) definition inserted before its first definition."""
+    lines = str(p).splitlines()
+    k = next(n for n, line in enumerate(lines) if "=" in line and not line.startswith(("#", "alphabet", "special", "output")))
+    return "\n".join(lines[:k] + [definition] + lines[k:]) + "\n", k + 1
+
+
+@given(st.data())
+def test_checker_irregular_guard_moves_outside(data):
+    """A guard that is neither local nor periodic (j <= 3, j == i / 2, ...) puts the program outside
+    every fragment, with a reason located on it; or the checker proves it regular after all (e.g.
+    j >= 0), and then its rewrite evaluates identically."""
+    from rasp.checker import check
+    from rasp.printer import rel_to_str
+    from rasp.strategies import irregular_guards
+
+    p = data.draw(in_class, label="program")
+    guard = data.draw(irregular_guards(), label="guard")
+    text, line = _with_definition(p, f'ZZ = #[{rel_to_str(guard.expr)}] "{p.alphabet[0]}"')
+    q = rasp.parse(text)
+    v = check(q)
+    if v.fragment == "none":
+        assert v.reasons and all(r.line == line for r in v.reasons), (text, v.reasons)
+        assert {r.condition for r in v.reasons} <= {"translation invariance", "locality", "periodicity"}
+    else:
+        batch = data.draw(batches(q), label="inputs")
+        proof = rasp.Program(q.module, q.checked, v.rewritten_core)
+        before, after = q.evaluate(batch), proof.evaluate(batch)
+        for name in before:
+            np.testing.assert_array_equal(after[name], before[name], err_msg=name)
+
+
+def test_checker_clear_cut_irregular_guards():
+    from rasp.checker import check
+
+    p = rasp.parse('alphabet a b\nX = "a"\n')
+    for g in ["j <= 3", "j == i / 2", "2 * j == i", "j * j <= i", "i + j <= 4"]:
+        q = rasp.parse(f'alphabet a b\nZ = #[{g}] "a"\nX = "a"\n')
+        v = check(q)
+        assert v.fragment == "none" and v.reasons and v.reasons[0].line == 2, (g, v.fragment)
+    assert check(p).fragment == "C-RASP"
+
+
+@given(st.data())
+def test_checker_positional_insertions_grow_the_fragment(data):
+    """Adding a local count #[j == i - d] (d >= 1) makes a program local; adding pos[i % m == r]
+    (m >= 2) makes it periodic; neither ever leaves the class."""
+    from rasp.checker import check
+
+    p = data.draw(in_class, label="program")
+    d = data.draw(st.integers(1, 5), label="d")
+    m = data.draw(st.integers(2, 5), label="m")
+    r = data.draw(st.integers(0, m - 1), label="r")
+    local, _ = _with_definition(p, f'ZZ = #[j == i - {d}] "{p.alphabet[0]}"')
+    periodic, _ = _with_definition(p, f"ZZ = pos[i % {m} == {r}]")
+    v = check(rasp.parse(local))
+    assert v.fragment in ("C-RASP[local]", "C-RASP[periodic,local]") and d in v.local_offsets
+    w = check(rasp.parse(periodic))
+    assert w.fragment in ("C-RASP[periodic]", "C-RASP[periodic,local]") and m in w.periods
+
+
+# ----------------------------------------------------------------------------- task programs
+def _task_programs():
+    from pathlib import Path
+
+    from rasp import tasks
+
+    root = Path(__file__).resolve().parent.parent
+    return [t.name for t in tasks.TASKS.values() if t.program and (root / t.program).exists()]
+
+
+def _small_alphabet(task):
+    """Variable-alphabet tasks run on their first six symbols (families over 150 symbols are slow)."""
+    return tuple(task.alphabet[:6]) if task.variable_alphabet and len(task.alphabet) > 6 else None
+
+
+TASK_PROGRAMS = _task_programs()
+_loaded: dict = {}
+
+
+def _task_program(name):
+    from pathlib import Path
+
+    from rasp import tasks
+
+    if name not in _loaded:
+        task = tasks.get(name)
+        alphabet = _small_alphabet(task)
+        path = Path(__file__).resolve().parent.parent / task.program
+        program = rasp.load(path, alphabet=(alphabet + task.special) if alphabet else None)
+        _loaded[name] = (task, alphabet, program)
+    return _loaded[name]
+
+
+def test_every_task_program_is_tested():
+    assert len(TASK_PROGRAMS) >= 20, TASK_PROGRAMS
+
+
+@given(st.sampled_from(TASK_PROGRAMS).flatmap(
+    lambda name: st.tuples(st.just(name), task_samples(name, max_length=24, alphabet=_small_alphabet(_task_program(name)[0])))))
+def test_task_program_equals_reference(pair):
+    name, sample = pair
+    task, alphabet, program = _task_program(name)
+    assert rasp.run(program, sample.tokens) == sample.target, (name, sample.tokens)
+    assert task.reference(sample.tokens, alphabet) == sample.target
