@@ -313,3 +313,30 @@ def test_task_program_equals_reference(pair):
     task, alphabet, program = _task_program(name)
     assert rasp.run(program, sample.tokens) == sample.target, (name, sample.tokens)
     assert task.reference(sample.tokens, alphabet) == sample.target
+
+
+def test_readme_property_testing_example(monkeypatch):
+    """The README's example (section "Property testing your programs") runs as written, and its
+    variant with a bug fails."""
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    readme = (root / "README.md").read_text()
+    section = readme.split("## Property testing your programs", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    code = blocks[0]
+    assert len([ln for ln in code.splitlines() if ln.strip()]) <= 10
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    namespace["test_majority"]()
+    buggy: dict = {}
+    exec(compile(code.replace('#"a" > #"b"', '#"a" >= #"b"'), "README.md", "exec"), buggy)
+    with pytest.raises(AssertionError):
+        buggy["test_majority"]()
+    task_ns = {"given": namespace["given"], "rasp": rasp}
+    exec(compile(blocks[1], "README.md", "exec"), task_ns)
+    task_ns["test_majority_program"]()
