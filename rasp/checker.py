@@ -59,11 +59,12 @@ fragment ``RASP-L`` (or ``none`` with its own reasons).
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ast as A
-from .errors import Span
+from .errors import RaspError, Span
 from .guards import NotRegular, analyze_relation
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
@@ -117,6 +118,9 @@ CRASP_NODES = (
     A.Tok, A.BoolConst, A.IntConst, A.Ref, A.Not, A.And, A.Or, A.Compare, A.Count, A.Cond, A.Add,
     A.Sub, A.Scale, A.Min, A.Max, A.PosPred,
 )
+#: surface names of the RASP-L primitives (core class name -> keyword)
+_PRIMITIVE = {"Select": "select", "Aggregate": "aggregate", "SelectorWidth": "selector_width", "Map": "map",
+              "Tokens": "tokens", "Indices": "indices"}
 #: relation node classes guards and predicates are made of
 _REL_NODES = (A.PVar, A.PInt, A.PBool, A.PBin, A.PNeg, A.PCmp, A.PAnd, A.POr, A.PNot)
 
@@ -245,19 +249,29 @@ class Verdict:
 
 # ---------------------------------------------------------------------------- the analysis
 def _walk_core(e):
-    """Every node of a core expression (pre-order), including nodes of non-C-RASP operations."""
-    yield e
-    kids = A.children(e)
-    if not kids and dataclasses.is_dataclass(e) and not isinstance(e, CRASP_NODES):
-        # unknown (e.g. RASP-L) nodes: descend into every expression-valued field
-        for f in dataclasses.fields(e):
-            v = getattr(e, f.name)
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if dataclasses.is_dataclass(x) and not isinstance(x, _REL_NODES + (A.SymLit, A.SymVar)):
-                    yield from _walk_core(x)
-        return
-    for c in kids:
-        yield from _walk_core(c)
+    """(node, inside) for every node of a core expression, pre-order; ``inside`` tells whether an
+    enclosing node is not a C-RASP operation (so only the outermost such node becomes a reason).
+    Iterative: family expansions make long chains (any/all/sum over large alphabets)."""
+    stack = [(e, False)]
+    while stack:
+        node, inside = stack.pop()
+        yield node, inside
+        inside = inside or not isinstance(node, CRASP_NODES)
+        kids = _KIDS.get(type(node))
+        kids = kids(node) if kids is not None else A.children(node)
+        stack.extend((c, inside) for c in reversed(kids))
+
+
+_unary = lambda n: (n.operand,)  # noqa: E731
+_binary = lambda n: (n.left, n.right)  # noqa: E731
+_leaf = lambda n: ()  # noqa: E731
+#: fast child access for the core classes (everything else goes through ast.children)
+_KIDS = {
+    A.Not: _unary, A.Scale: _unary, A.And: _binary, A.Or: _binary, A.Compare: _binary, A.Add: _binary,
+    A.Sub: _binary, A.Min: _binary, A.Max: _binary, A.Count: lambda n: (n.body,),
+    A.Cond: lambda n: (n.test, n.then, n.other), A.Tok: _leaf, A.BoolConst: _leaf, A.IntConst: _leaf,
+    A.Ref: _leaf, A.PosPred: _leaf,
+}
 
 
 def _rel_nodes(r):
@@ -314,7 +328,7 @@ def _reasons(core: A.CoreProgram) -> list[Reason]:
     found: dict[tuple, Reason] = {}
     analysed: dict[int, None] = {}
     for d in core.defs:
-        for node in _walk_core(d.expr):
+        for node, inside in _walk_core(d.expr):
             reason = None
             if isinstance(node, A.Count) and isinstance(node.guard, A.Rel):
                 if id(node.guard) in analysed:
@@ -326,10 +340,12 @@ def _reasons(core: A.CoreProgram) -> list[Reason]:
                     continue
                 analysed[id(node.rel)] = None
                 reason = _relation_reason(node.rel, node.span, unary=True)
-            elif not isinstance(node, CRASP_NODES):
-                name = type(node).__name__
+            elif not isinstance(node, CRASP_NODES) and not inside:
+                name = _PRIMITIVE.get(type(node).__name__, type(node).__name__)
+                if name == "map" and len(getattr(node, "params", ())) == 2:
+                    name = "seqmap"
                 reason = Reason("C-RASP operations",
-                                f"{_text(node)!r} uses the RASP-L primitive {name}, which is not a C-RASP operation",
+                                f"{name} is a RASP-L primitive, not a C-RASP operation",
                                 node.span, _text(node))
             if reason is not None:
                 key = (reason.span.line if reason.span else 0, reason.span.column if reason.span else 0,
@@ -344,7 +360,8 @@ def _depths(core: A.CoreProgram) -> int:
     def of(e) -> int:
         if isinstance(e, A.Ref):
             return depth.get(e.name, 0)
-        kids = A.children(e)
+        kids = _KIDS.get(type(e))
+        kids = kids(e) if kids is not None else A.children(e)
         inner = max((of(c) for c in kids), default=0)
         if isinstance(e, A.Count) and not (isinstance(e.guard, A.Rel) and local_offset(e.guard) == 0):
             return inner + 1
@@ -362,7 +379,7 @@ def _positional_facts(core: A.CoreProgram):
     self_counts = counts = 0
     evidence: dict[str, Fact] = {}
     for d in core.defs:
-        for node in _walk_core(d.expr):
+        for node, _ in _walk_core(d.expr):
             if isinstance(node, A.Count):
                 counts += 1
                 if isinstance(node.guard, A.Rel):
@@ -390,20 +407,22 @@ def _fragment(offsets, periods) -> str:
     return "C-RASP"
 
 
-def task_result(program: Program) -> TaskResult | None:
-    """The published result about the task ``program``'s file belongs to, if the registry knows it."""
-    if not program.filename:
-        return None
-    try:
-        from . import tasks  # the registry; imported lazily (it is optional for the checker)
-    except ImportError:
-        return None
-    finder = getattr(tasks, "task_for_program", None)
-    if finder is None:
-        return None
-    task = finder(Path(program.filename))
-    if task is None:
-        return None
+def task_result(program: Program, task=None) -> TaskResult | None:
+    """The published result about a task: ``task`` (a registered name or a task object), or else the
+    task whose registered program is ``program``'s file; None when there is none."""
+    if task is None or isinstance(task, str):
+        try:
+            from . import tasks  # the registry, imported lazily: the checker works without it
+        except ImportError:
+            if task is not None:
+                raise RaspError("the task registry (rasp.tasks) is not available") from None
+            return None
+        if task is not None:
+            task = tasks.get(task)  # an unknown name is a RaspError with a suggestion
+        elif program.filename:
+            task = tasks.task_for_program(Path(program.filename))
+        if task is None:
+            return None
     return TaskResult(
         name=str(task.name),
         published_in_class=bool(task.published_in_class),
@@ -414,8 +433,12 @@ def task_result(program: Program) -> TaskResult | None:
     )
 
 
-def check(program: Program, *, name: str | None = None, with_task: bool = True) -> Verdict:
-    """The smallest fragment containing ``program``, the guarantee it earns, and the facts behind it."""
+def check(program: Program, *, name: str | None = None, task=None, with_task: bool = True) -> Verdict:
+    """The smallest fragment containing ``program``, the guarantee it earns, and the facts behind it.
+
+    ``task``: a registered task name (or task object) whose published result the verdict should
+    carry; by default the task whose registered program is the program's file, if any
+    (``with_task=False``: none)."""
     core = program.core
     reasons = _reasons(core)
     rewritten_core = rewrite_core(core)
@@ -448,7 +471,7 @@ def check(program: Program, *, name: str | None = None, with_task: bool = True) 
         rewritten=rewritten_module if rewrites else None,
         rewritten_core=rewritten_core,
         rewrites=rewrites,
-        task=task_result(program) if with_task else None,
+        task=task_result(program, task) if with_task else None,
         evidence=evidence,
         source=program.source,
     )
@@ -486,7 +509,7 @@ def render(verdict: Verdict, *, explain: bool = False) -> str:
     promise = {"guaranteed": "guaranteed to length-generalize", "conjectured": "conjectured to length-generalize",
                "none": "no guarantee"}[v.guarantee]
     out = [f"{v.program}: {v.fragment} ({promise})"]
-    out.append(f"  theorem: {v.theorem}")
+    out.append(_wrap(f"theorem: {v.theorem}"))
     offs = ", ".join(str(d) for d in v.local_offsets) or "none"
     if v.self_counts:
         offs += f" (plus {v.self_counts} count(s) #[j == i] at offset 0: '1 if P else 0', not positional)"
@@ -503,27 +526,37 @@ def render(verdict: Verdict, *, explain: bool = False) -> str:
             out.extend(_caret(v.source, r.span))
     if v.task is not None:
         t = v.task
-        out.append(f"  task {t.name} (a published result about the task, not a verdict on this program): "
-                   f"{t.label}. {t.statement} [{t.citation}]")
+        out.append(_wrap(f"task {t.name}: {t.label} -- a published result about the task, not a verdict "
+                         f"on this program. {t.statement} [{t.citation}]"))
         if t.published_in_class and not v.in_class:
-            out.append("  note: this program is outside, but the task has a published C-RASP[periodic,local] "
-                       "program: a program outside the class does not put its task outside")
+            out.append(_wrap("note: this program is outside, but the task is published as in C-RASP[periodic,local]: "
+                             "a program outside the class does not put its task outside"))
         if not t.published_in_class and v.in_class:
-            out.append("  WARNING: this program is in the class but the task is published as outside it: "
-                       "the program cannot compute the task at every length")
+            out.append(_wrap("WARNING: this program is in the class but the task is published as outside it, "
+                             "so the program cannot compute the task at every length"))
     if explain:
         out.extend(_explain(v))
     return "\n".join(out)
 
 
+def _wrap(text: str, indent: str = "  ") -> str:
+    return textwrap.fill(text, width=100, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False, break_long_words=False)
+
+
 def _explain(v: Verdict) -> list[str]:
     out = []
+    lines = (v.source or "").splitlines()
     facts = sorted(v.evidence.items(), key=lambda kv: (kv[0].split()[0], int(kv[0].split()[1])))
     for key, fact in facts:
         kind, n = key.split()
         what = f"local offset {n}" if kind == "local" else f"period {n}"
-        where = f"line {fact.span.line}" if fact.span else "?"
-        out.append(f"  {what}: first needed at {where}, after rewriting: {fact.text}")
+        sp = fact.span
+        if sp and sp.end_line == sp.line and 1 <= sp.line <= len(lines):
+            where = f"{_where(v, sp)}: {lines[sp.line - 1][sp.column - 1:sp.end_column - 1]}"
+        else:
+            where = fact.text
+        out.append(f"  {what} comes from {where}")
     if not v.rewrites:
         out.append("  rewriting: nothing to rewrite; every guard and predicate is already in normal form")
         return out

@@ -23,6 +23,7 @@ compiles the rewritten core program.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,8 +62,10 @@ def _tables(rel: A.PosExpr, T: int, M: int) -> tuple[np.ndarray, np.ndarray]:
     return local, far
 
 
+@functools.lru_cache(maxsize=4096)
 def regular_table(rel: A.PosExpr) -> RegularTable | None:
-    """The minimal tables of a regular relation, or None when it is not regular."""
+    """The minimal tables of a regular relation, or None when it is not regular (cached: relations
+    are immutable, and family instances share theirs; do not modify the returned arrays)."""
     form = analyze_relation(rel)
     if not isinstance(form, GuardForm):
         return None
@@ -84,7 +87,9 @@ def regular_table(rel: A.PosExpr) -> RegularTable | None:
             T -= 1
         else:
             break
-    return RegularTable(T, M, local[:, :T].copy(), far)
+    local, far = local[:, :T].copy(), far.copy()
+    local.flags.writeable = far.flags.writeable = False  # shared through the cache
+    return RegularTable(T, M, local, far)
 
 
 # ---------------------------------------------------------------------- building expressions
@@ -185,17 +190,37 @@ def _respan(node, span):
     return dataclasses.replace(node, **changes) if changes else node
 
 
+_TRAVERSED: dict[type, tuple[str, ...]] = {}
+
+
+def _traversed(cls) -> tuple[str, ...]:
+    """The fields of a node class that rewrite_expr descends into (not guards, spans, relations)."""
+    names = _TRAVERSED.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("guard", "span", "rel"))
+        _TRAVERSED[cls] = names
+    return names
+
+
+def _is_node(v) -> bool:
+    return hasattr(type(v), "__dataclass_fields__")
+
+
 def rewrite_expr(e):
-    """Rewrite every regular guard in an expression into normal form; other guards stay as they are."""
+    """Rewrite every regular guard in an expression into normal form; other guards stay as they are.
+    Subtrees with nothing to rewrite are returned as the same objects."""
     kids = {}
-    for f in dataclasses.fields(e):
-        v = getattr(e, f.name)
-        if f.name in ("guard", "span", "rel"):
-            continue
-        if isinstance(v, tuple) and any(dataclasses.is_dataclass(x) for x in v):  # e.g. map arguments
-            kids[f.name] = tuple(rewrite_expr(x) if dataclasses.is_dataclass(x) else x for x in v)
-        elif dataclasses.is_dataclass(v):
-            kids[f.name] = rewrite_expr(v)
+    for name in _traversed(type(e)):
+        v = getattr(e, name)
+        if isinstance(v, tuple):  # e.g. map arguments
+            if any(_is_node(x) for x in v):
+                new = tuple(rewrite_expr(x) if _is_node(x) else x for x in v)
+                if any(a is not b for a, b in zip(new, v)):
+                    kids[name] = new
+        elif _is_node(v):
+            new = rewrite_expr(v)
+            if new is not v:
+                kids[name] = new
     node = dataclasses.replace(e, **kids) if kids else e
     if isinstance(node, A.PosPred):
         # a periodic predicate with minimal period 1 is a constant: no positional information

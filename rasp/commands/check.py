@@ -34,6 +34,9 @@ def register(sub) -> None:
     p.add_argument("--require", choices=LEVELS[:2], metavar="LEVEL",
                    help="exit 1 unless every program's guarantee is LEVEL or stronger "
                    "(guaranteed > conjectured); for other projects' CI")
+    p.add_argument("--task", metavar="NAME",
+                   help="also print the published result about registered task NAME (by default: the task "
+                   "whose bundled program PROGRAM is, if any)")
     p.set_defaults(func=run)
 
 
@@ -44,11 +47,11 @@ def run(args: argparse.Namespace) -> int:
     for path in args.programs:
         try:
             program = load_program(path, args.alphabet)
+            verdict = check(program, name=path, task=args.task)
         except RaspError as exc:
             print(exc.render(), file=sys.stderr)
             failed_user = True
             continue
-        verdict = check(program, name=path)
         if args.json:
             print(json.dumps(verdict.to_json()))
         else:

@@ -1,0 +1,428 @@
+"""The checker (rasp/checker.py, `rasp check`): fragments decided semantically, located reasons,
+structural facts, and the rewritten program as a proof of membership (it evaluates identically)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rasp
+from rasp import ast as A
+from rasp.checker import CRASP_FRAGMENTS, FRAGMENTS, GUARANTEES, check, render, rewritten_program
+from rasp.cli import main
+from rasp.guards import GuardForm, analyze_relation, eval_relation
+from rasp.rewrite import regular_table, rewrite_core
+from rasp import tasks
+from rasp.strategies import inputs, programs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def count_prog(expr: str, extra: str = "") -> str:
+    """A count definition on line 2 (the expression starts at column 5), then a bool output."""
+    return f"alphabet a b\nX = {expr}\n{extra}OUT = X >= 1\n"
+
+
+def bool_prog(expr: str) -> str:
+    """A bool output on line 2 (the expression starts at column 7)."""
+    return f"alphabet a b\nOUT = {expr}\n"
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    source: str
+    fragment: str
+    offsets: tuple[int, ...] | None = None  # expected local_offsets (d >= 1)
+    periods: tuple[int, ...] | None = None
+    reasons: tuple[tuple[str, int, str], ...] = ()  # (condition, line, offending text on that line)
+    depth: int | None = None
+    self_counts: int | None = None
+
+
+L, P, PL, C, NONE = "C-RASP[local]", "C-RASP[periodic]", "C-RASP[periodic,local]", "C-RASP", "none"
+TI, LOC, PER, OPS = "translation invariance", "locality", "periodicity", "C-RASP operations"
+
+ROWS = [
+    # ---- plain C-RASP: no positional information after rewriting (NoPE)
+    Row("plain-count", count_prog('#"a"'), C, (), (), depth=1),
+    Row("guard-true", count_prog('#[true] "a"'), C, (), ()),
+    Row("guard-j-le-i", count_prog('#[j <= i] "a"'), C, (), ()),
+    Row("guard-i-ge-j", count_prog('#[i >= j] "a"'), C, (), ()),
+    Row("guard-distance-ge-0", count_prog('#[i - j >= 0] "a"'), C, (), ()),
+    Row("guard-j-ge-0", count_prog('#[j >= 0] "a"'), C, (), ()),  # true for every j: a plain count
+    Row("guard-false", count_prog('#[false] "a"'), C, (), ()),
+    Row("guard-self-d0", count_prog('#[j == i] "a"'), C, (), (), depth=0, self_counts=1),
+    Row("guard-self-distance-0", count_prog('#[i - j == 0] "a"'), C, (), (), self_counts=1),
+    Row("guard-mod-1", count_prog('#[(i - j) % 1 == 0] "a"'), C, (), ()),
+    Row("pos-period-1", bool_prog("pos[i % 1 == 0]"), C, (), ()),
+    Row("pos-always", bool_prog('pos[i >= 0] && #"a" > 0'), C, (), ()),
+    Row("dyck1", (ROOT / "programs" / "dyck1.cr").read_text(), C, (), (), depth=2),
+    Row("majority", bool_prog('#"a" > #"b"'), C, (), (), depth=1),
+    Row("nested-3", "alphabet a b\nX = #(#(#\"a\" > 1) > 1)\nOUT = X > 0\n", C, (), (), depth=3),
+    Row("depth-through-refs", "alphabet a b\nA = #\"a\"\nB = #(A > 2)\nC = #(B == 1) + A\nOUT = C > 0\n",
+        C, (), (), depth=3),
+    # ---- local: the same relation in many surface forms
+    Row("pred-canonical", count_prog('#[j == i - 1] "a"'), L, (1,), (), depth=1),
+    Row("pred-distance", count_prog('#[i - j == 1] "a"'), L, (1,), ()),
+    Row("pred-j-plus-1", count_prog('#[j + 1 == i] "a"'), L, (1,), ()),
+    Row("pred-i-minus-1", count_prog('#[i - 1 == j] "a"'), L, (1,), ()),
+    Row("pred-negated", count_prog('#[!(i - j != 1)] "a"'), L, (1,), ()),
+    Row("pred-scaled", count_prog('#[2 * (i - j) == 2] "a"'), L, (1,), ()),
+    Row("pred4", count_prog('#[j == i - 4] "a"'), L, (4,), ()),
+    Row("window-0-3", count_prog('#[i - j <= 3] "a"'), L, (1, 2, 3), (), self_counts=1),
+    Row("far-j-le-i-2", count_prog('#[j <= i - 2] "a"'), L, (1,), (), self_counts=1),
+    Row("far-distance-gt-2", count_prog('#[i - j > 2] "a"'), L, (1, 2), ()),
+    Row("offsets-1-and-3", count_prog('#[i - j == 1 || i - j == 3] "a"'), L, (1, 3), ()),
+    Row("odd-distance-le-3", count_prog('#[(i - j) % 2 == 1 && i - j <= 3] "a"'), L, (1, 3), ()),
+    Row("floor-div-distance", count_prog('#[(i - j) / 2 == 1] "a"'), L, (2, 3), ()),
+    Row("exists-pred", bool_prog('exists[j == i - 1] "a"'), L, (1,), ()),
+    Row("cr-import-pred", '#import pred\nX = #[pred] "a"\nOUT = X >= 1 && #"b" > 0\n', L, (1,), ()),
+    Row("cr-import-pred4", '#import pred4\nOUT = #[pred4] "a" >= 1\n', L, (4,), ()),
+    Row("induction-family", "alphabet a b c\nspecial \"<sep>\"\nPREV[x] = exists[j == i - 1] Q[x]\n"
+        "BIGRAM[x, y] = exists (PREV[x] && Q[y])\nAFTER_SEP = exists[j == i - 1] \"<sep>\"\n"
+        "NEXT[y] = AFTER_SEP && any(x, Q[x] && BIGRAM[x, y])\noutput generate NEXT\n", L, (1,), (), depth=2),
+    # ---- periodic: predicates with different periods, and guards that are periodic case splits
+    Row("pos-mod-2", bool_prog('pos[i % 2 == 0] && "a"'), P, (), (2,)),
+    Row("pos-mod-3", bool_prog('pos[i % 3 == 1] || "b"'), P, (), (3,)),
+    Row("pos-shifted-mod-4", bool_prog("pos[(i + 1) % 4 == 0]"), P, (), (4,)),
+    Row("pos-minimal-period", bool_prog("pos[i % 6 == 0 || i % 6 == 3]"), P, (), (3,)),
+    Row("pos-divisible", bool_prog("pos[i / 2 * 2 == i]"), P, (), (2,)),
+    Row("cr-pos-even", "#import pos_even\nOUT = pos_even && \"a\"\n", P, (), (2,)),
+    Row("two-periods", bool_prog('pos[i % 2 == 0] && pos[i % 5 == 1] && "a"'), P, (), (2, 5)),
+    Row("guard-even-distance", count_prog('#[(i - j) % 2 == 0] "a"'), P, (), (2,)),
+    Row("guard-same-residue", count_prog('#[i % 2 == j % 2] "a"'), P, (), (2,)),
+    Row("guard-sum-even", count_prog('#[(i + j) % 2 == 0] "a"'), P, (), (2,)),
+    Row("guard-j-residue", count_prog('#[j % 3 == 0] "a"'), P, (), (3,)),
+    Row("aa-star", 'alphabet a\nOUT = pos[i % 2 == 1] && #"a" == #true\n', P, (), (2,)),
+    # ---- periodic and local
+    Row("pred-and-parity", count_prog('#[j == i - 1] "a"', "E = pos[i % 2 == 0]\n"), PL, (1,), (2,)),
+    Row("guard-pred-at-even-i", count_prog('#[i - j == 1 && i % 2 == 0] "a"'), PL, (1,), (2,)),
+    Row("guard-even-or-pred", count_prog('#[(i - j) % 2 == 0 || i - j == 1] "a"'), PL, (1,), (2,)),
+    Row("nested-mixed", count_prog('#[j == i - 1] (#"a" > #[(i - j) % 3 == 0] "b")'), PL, (1,), (3,), depth=2),
+    Row("cr-pred-pos-even", '#import pred\n#import pos_even\nOUT = exists[pred] ("a" && pos_even)\n',
+        PL, (1,), (2,)),
+    # ---- outside: absolute position, non-periodic arithmetic
+    Row("abs-j-le-3", count_prog('#[j <= 3] "a"'), NONE, reasons=((TI, 2, "j <= 3"),)),
+    Row("abs-i-le-5", count_prog('#[i <= 5] "a"'), NONE, reasons=((TI, 2, "i <= 5"),)),
+    Row("half", count_prog('#[j == i / 2] "a"'), NONE, reasons=((TI, 2, "j == i / 2"),)),
+    Row("twice-j", count_prog('#[2 * j == i] "a"'), NONE, reasons=((TI, 2, "2 * j == i"),)),
+    Row("sum-le-3", count_prog('#[i + j <= 3] "a"'), NONE, reasons=((TI, 2, "i + j <= 3"),)),
+    Row("square", count_prog('#[j * j == i] "a"'), NONE, reasons=((PER, 2, "j * j"),)),
+    Row("pos-abs", bool_prog("pos[i <= 5]"), NONE, reasons=((PER, 2, "i <= 5"),)),
+    Row("pos-abs-in-and", bool_prog('"a" && pos[i > 2]'), NONE, reasons=((PER, 2, "i > 2"),)),
+    Row("exists-abs", bool_prog('exists[j > 2] "a"'), NONE, reasons=((TI, 2, "j > 2"),)),
+    Row("mixed-atom-located", count_prog('#[i - j == 1 || j <= 3] "a"'), NONE, reasons=((TI, 2, "j <= 3"),)),
+    Row("second-line", count_prog('#[j == i - 1] "a"', 'Y = #[j < 2] "b"\n'), NONE, reasons=((TI, 3, "j < 2"),)),
+    Row("two-reasons", "alphabet a b\nX = #[j <= 3] \"a\" + #[j == i / 2] \"b\"\nOUT = pos[i >= 4] && X > 0\n",
+        NONE, reasons=((TI, 2, "j <= 3"), (TI, 2, "j == i / 2"), (PER, 3, "i >= 4"))),
+    Row("family-once", "alphabet a b c\nP[x] = #[j <= 2] Q[x] >= 1\nOUT = any(x, P[x])\n", NONE,
+        reasons=((TI, 2, "j <= 2"),)),
+    Row("nested-outside", count_prog('#[j <= 3] (#[j == i - 1] "a" >= 1)'), NONE, reasons=((TI, 2, "j <= 3"),)),
+    Row("rasp-l", "alphabet a b\nS = select(indices, indices, ==)\nOUT = aggregate(S, tokens) == 0\n", NONE,
+        reasons=((OPS, 2, "select(indices, indices, ==)"), (OPS, 3, "aggregate(S, tokens)"))),
+]
+
+
+def test_table_size_and_coverage():
+    assert len(ROWS) >= 40
+    assert len({r.name for r in ROWS}) == len(ROWS)
+    assert {r.fragment for r in ROWS} == {C, L, P, PL, NONE}
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+def test_fragment(row: Row):
+    program = rasp.parse(row.source, filename=f"{row.name}.rasp")
+    v = check(program)
+    assert v.fragment == row.fragment, render(v)
+    assert v.guarantee == ("guaranteed" if row.fragment in CRASP_FRAGMENTS else "none")
+    if row.offsets is not None:
+        assert v.local_offsets == row.offsets
+    if row.periods is not None:
+        assert v.periods == row.periods
+    if row.depth is not None:
+        assert v.depth == row.depth
+    if row.self_counts is not None:
+        assert v.self_counts == row.self_counts
+    lines = row.source.splitlines()
+    got = [(r.condition, r.line, r.col, r.span.end_line, r.span.end_column) for r in v.reasons]
+    want = []
+    for cond, line, text in row.reasons:
+        col = lines[line - 1].index(text) + 1
+        want.append((cond, line, col, line, col + len(text)))
+    assert got == want, render(v)
+    for r in v.reasons:
+        assert r.condition in r.message or r.condition == OPS or "Theorem 7" in r.message
+    if row.fragment == NONE:
+        assert v.reasons
+
+
+def test_d0_is_not_local_and_evaluates_as_conditional():
+    """#[j == i] P reads no position: it equals '1 if P else 0' everywhere."""
+    a = rasp.parse(count_prog('#[j == i] "a"'))
+    b = rasp.parse(count_prog('1 if "a" else 0'))
+    assert check(a).fragment == check(b).fragment == "C-RASP"
+    toks = ["a b a a b", "b", "a"]
+    assert np.array_equal(a.evaluate(toks)["X"], b.evaluate(toks)["X"])
+
+
+def test_rewrite_is_minimal_and_explained():
+    v = check(rasp.parse(count_prog('#[j <= i - 2] "a"')))
+    assert v.rewritten_source.splitlines()[1] == 'X = #"a" - #[j == i] "a" - #[j == i - 1] "a"'
+    v = check(rasp.parse(count_prog('#[j + 1 == i] "a"')))
+    assert v.rewritten_source.splitlines()[1] == 'X = #[j == i - 1] "a"'
+    v = check(rasp.parse(count_prog('#[j == i - 1] "a"')))
+    assert v.rewritten is None and not v.rewrites  # already in normal form
+    text = render(check(rasp.parse(count_prog('#[(i - j) % 2 == 0] "a"'))), explain=True)
+    assert "rewritten program:" in text and 'pos[i % 2 == 0]' in text
+
+
+def test_never_prints_a_training_length_bound():
+    for row in ROWS:
+        v = check(rasp.parse(row.source))
+        text = render(v, explain=True) + json.dumps(v.to_json())
+        assert "n >=" not in text and "n =" not in text and "O(" not in text
+
+
+# --------------------------------------------------------------------------- rewrites evaluate identically
+def _agree(original: rasp.Program, rewritten: rasp.Program, batch: list[list[str]]) -> None:
+    want = original.evaluate(batch)
+    got = rewritten.evaluate(batch)
+    assert set(got) == set(want)
+    lengths = [len(t) for t in batch]
+    for name in want:
+        for r, n in enumerate(lengths):
+            assert np.array_equal(got[name][r, :n], want[name][r, :n]), (name, batch[r])
+
+
+REWRITTEN = [r for r in ROWS if check(rasp.parse(r.source)).rewrites]
+
+
+def test_rewrites_exist_in_table():
+    assert len(REWRITTEN) >= 20
+
+
+@pytest.mark.parametrize("row", REWRITTEN, ids=lambda r: r.name)
+@given(data=st.data())
+def test_rewritten_table_program_agrees(row: Row, data):
+    original = rasp.parse(row.source)
+    via_source = rewritten_program(original)  # the printed --explain program, parsed again
+    via_core = rasp.Program(original.module, original.checked, rewrite_core(original.core))
+    batch = data.draw(st.lists(inputs(original, max_size=30), min_size=1, max_size=4))
+    _agree(original, via_source, batch)
+    _agree(original, via_core, batch)
+
+
+@pytest.mark.parametrize("fragment", ["C-RASP", L, P, PL, "any"])
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much], deadline=None)
+@given(data=st.data())
+def test_random_programs(fragment, data):
+    """Random programs of a fragment: the verdict is that fragment or a smaller one, and every
+    rewrite the checker performs evaluates identically to the original."""
+    program = data.draw(programs(("a", "b"), fragment=fragment, max_defs=3))
+    v = check(program)
+    allowed = {
+        "C-RASP": {C}, L: {C, L}, P: {C, P}, PL: {C, L, P, PL}, "any": set(FRAGMENTS),
+    }[fragment]
+    assert v.fragment in allowed, (str(program), render(v))
+    assert v.guarantee == GUARANTEES[v.fragment]
+    batch = data.draw(st.lists(inputs(program, max_size=20), min_size=1, max_size=3))
+    _agree(program, rasp.Program(program.module, program.checked, v.rewritten_core), batch)
+    if v.rewrites:
+        _agree(program, rewritten_program(program), batch)
+
+
+# --------------------------------------------------------------------------- guards: exact analysis
+I, J = A.PVar("i"), A.PVar("j")
+
+
+@st.composite
+def _terms(draw, depth=0):
+    if depth >= 2 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from([I, J, A.PInt(draw(st.integers(-4, 6)))]))
+    op = draw(st.sampled_from(["+", "-", "*", "/", "%"]))
+    left = draw(_terms(depth + 1))
+    if op in "/%":
+        return A.PBin(op, left, A.PInt(draw(st.integers(1, 4))))
+    if op == "*":
+        return A.PBin(op, A.PInt(draw(st.integers(-3, 3))), left)
+    return A.PBin(op, left, draw(_terms(depth + 1)))
+
+
+@st.composite
+def _relations(draw):
+    def atom():
+        return A.PCmp(draw(st.sampled_from(["==", "!=", "<", "<=", ">", ">="])), draw(_terms()), draw(_terms()))
+    rel = atom()
+    for _ in range(draw(st.integers(0, 2))):
+        kind = draw(st.sampled_from(["and", "or", "not"]))
+        rel = A.PNot(rel) if kind == "not" else (A.PAnd if kind == "and" else A.POr)(rel, atom())
+    return rel
+
+
+@given(_relations())
+def test_regular_relations_match_their_tables(rel):
+    """Whenever the analysis calls a relation regular, its minimal tables reproduce it at every
+    0 <= j <= i (checked exhaustively up to a length well past window + period)."""
+    form = analyze_relation(rel)
+    if not isinstance(form, GuardForm):
+        return
+    t = regular_table(rel)
+    n = form.window + 3 * form.period + 12
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    mask = j <= i
+    truth = np.broadcast_to(np.asarray(eval_relation(rel, i, j), dtype=bool), i.shape)
+    d = i - j
+    M = t.period
+    table = np.where(d < t.window, t.local[i % M, np.clip(d, 0, max(t.window - 1, 0))] if t.window else False,
+                     t.far[i % M, j % M])
+    assert np.array_equal(truth[mask], table[mask])
+
+
+def test_constant_atoms_are_sound():
+    """Atoms with a + b != 0 count as regular only when constant on 0 <= j <= i."""
+    for text, value in [("j >= 0", True), ("i + j > -1", True), ("j < 0", False), ("-j > 0", False),
+                        ("i >= 0", True)]:
+        rel = rasp.parse(count_prog(f"#[{text}] \"a\"")).core.defs[0].expr.guard.expr
+        assert analyze_relation(rel) == GuardForm(0, 1)
+        assert bool(regular_table(rel).far[0, 0]) is value
+    for text in ["j >= 1", "j <= 3", "i > 0", "i + j >= 1"]:
+        rel = rasp.parse(count_prog(f"#[{text}] \"a\"")).core.defs[0].expr.guard.expr
+        assert not isinstance(analyze_relation(rel), GuardForm), text
+
+
+# --------------------------------------------------------------------------- tasks: published labels
+WITH_PROGRAM = [t for t in tasks.TASKS.values() if t.program]
+
+
+def test_registry_has_programs():
+    assert len(WITH_PROGRAM) >= 20
+    assert all(t.published_in_class for t in WITH_PROGRAM)  # out-of-class tasks have no program
+
+
+def _bundled(task) -> rasp.Program:
+    if len(task.alphabet) > 12 and task.variable_alphabet:
+        # families expand to |alphabet|^2 definitions (150 symbols for the copying tasks); the verdict
+        # does not depend on the alphabet size, so check the same program over a smaller alphabet
+        return rasp.load(ROOT / task.program, alphabet=task.alphabet[:6])
+    return rasp.load(ROOT / task.program)
+
+
+@pytest.mark.parametrize("task", WITH_PROGRAM, ids=lambda t: t.name)
+def test_programs_match_published_labels(task):
+    """Every registered task with a program: the checker's verdict agrees with the published label
+    (in the class -> a C-RASP fragment, guaranteed; NoPE -> plain C-RASP; not NoPE -> positional)."""
+    v = check(_bundled(task), task=task.name)
+    assert v.fragment in CRASP_FRAGMENTS and v.guarantee == "guaranteed", render(v)
+    if task.published_nope is True:
+        assert v.fragment == "C-RASP", render(v)
+    elif task.published_nope is False:
+        assert v.fragment != "C-RASP", render(v)
+    assert v.task is not None and v.task.name == task.name and v.task.published_in_class
+
+
+def test_every_program_file_belongs_to_a_task_or_is_checked():
+    """Every file in programs/ is checked without error; registered ones carry their task."""
+    registered = {(ROOT / t.program).resolve() for t in WITH_PROGRAM}
+    for path in sorted((ROOT / "programs").iterdir()):
+        if path.suffix not in (".cr", ".rasp") or path.resolve() in registered:
+            continue
+        v = check(rasp.load(path))
+        assert v.fragment in FRAGMENTS
+
+
+def test_task_found_from_program_path():
+    v = check(rasp.load(ROOT / "programs" / "dyck1.cr"))
+    assert v.task is not None and v.task.name == "dyck1" and v.task.published_in_class
+    assert "published result about the task" in render(v)
+
+
+def test_task_level_result_for_out_of_class_task():
+    """A (necessarily failing) attempt at NF: the program verdict and, labelled apart, the published
+    impossibility result about the task."""
+    src = 'alphabet a b\nspecial "<sep>"\nNEXT[x] = exists[j == i / 2] Q[x]\noutput generate NEXT\n'
+    v = check(rasp.parse(src, filename="nf_attempt.rasp"), task="NF")
+    assert v.fragment == "none" and v.task.name == "NF" and not v.task.published_in_class
+    text = render(v)
+    assert "task NF: not in C-RASP[periodic,local] -- a published result about the task" in text
+    assert "Theorem 12" in text
+    with pytest.raises(rasp.RaspError):
+        check(rasp.parse(src), task="no-such-task")
+
+
+# --------------------------------------------------------------------------- CLI
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_cli_json_keys(tmp_path, capsys):
+    good = _write(tmp_path, "good.cr", count_prog('#[j <= i - 2] "a"'))
+    bad = _write(tmp_path, "bad.cr", count_prog('#[j <= 3] "a"'))
+    assert main(["check", good, bad, "--json"]) == 0
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [o["program"] for o in out] == [good, bad]
+    for o in out:
+        for key in ("program", "fragment", "guarantee", "reasons", "local_offsets", "periods", "depth",
+                    "counts", "alphabet_size", "self_counts", "task", "rewritten"):
+            assert key in o
+    assert out[0]["fragment"] == L and out[0]["guarantee"] == "guaranteed" and out[0]["local_offsets"] == [1]
+    assert out[0]["rewritten"].splitlines()[1] == 'X = #"a" - #[j == i] "a" - #[j == i - 1] "a"'
+    assert out[1]["fragment"] == "none" and out[1]["guarantee"] == "none"
+    assert out[1]["reasons"] == [{
+        "line": 2, "col": 7, "end_line": 2, "end_col": 13, "condition": TI, "text": "j <= 3",
+        "message": out[1]["reasons"][0]["message"],
+    }]
+    assert out[1]["counts"] == 1 and out[1]["alphabet_size"] == 2
+
+
+def test_cli_text_and_explain(tmp_path, capsys):
+    bad = _write(tmp_path, "bad.cr", count_prog('#[j <= 3] "a"'))
+    assert main(["check", bad]) == 0
+    text = capsys.readouterr().out
+    assert f"{bad}:2:7: translation invariance" in text
+    assert '    X = #[j <= 3] "a"\n          ^^^^^^' in text
+    per = _write(tmp_path, "per.cr", count_prog('#[(i - j) % 2 == 0] "a"'))
+    assert main(["check", per, "--explain"]) == 0
+    text = capsys.readouterr().out
+    assert "C-RASP[periodic] (guaranteed" in text and "rewritten program:" in text
+
+
+def test_cli_require(tmp_path, capsys):
+    good = _write(tmp_path, "good.cr", count_prog('#[j == i - 1] "a"'))
+    bad = _write(tmp_path, "bad.cr", count_prog('#[j <= 3] "a"'))
+    assert main(["check", good, "--require", "guaranteed"]) == 0
+    assert main(["check", good, bad, "--require", "guaranteed"]) == 1
+    assert main(["check", bad, "--require", "conjectured"]) == 1
+    assert main(["check", good, "--require", "conjectured"]) == 0
+    assert main(["check", bad]) == 0  # without --require a verdict of none is not a failure
+    assert "fall short" in capsys.readouterr().err
+
+
+def test_cli_user_errors(tmp_path, capsys):
+    broken = _write(tmp_path, "broken.cr", "alphabet a b\nX = #[j <= \n")
+    good = _write(tmp_path, "good.cr", count_prog('#"a"'))
+    assert main(["check", broken, good, "--json"]) == 2
+    captured = capsys.readouterr()
+    assert f"{broken}:2:" in captured.err and "^" in captured.err
+    assert json.loads(captured.out)["fragment"] == "C-RASP"  # the other program is still checked
+    assert main(["check", str(tmp_path / "missing.cr")]) == 2
+    assert main(["check", good, "--alphabet", "a,b,c", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["alphabet_size"] == 3
+    assert main(["check", good, "--task", "no-such-task"]) == 2
+    assert "unknown task" in capsys.readouterr().err
+
+
+def test_cli_task_option(tmp_path, capsys):
+    attempt = _write(tmp_path, "nf.rasp", 'alphabet a b\nspecial "<sep>"\nNEXT[x] = exists[j == i / 2] Q[x]\n'
+                     'output generate NEXT\n')
+    assert main(["check", attempt, "--task", "NF", "--json"]) == 0
+    o = json.loads(capsys.readouterr().out)
+    assert o["fragment"] == "none" and o["task"]["name"] == "NF" and o["task"]["published_in_class"] is False
+    assert o["reasons"][0]["condition"] == TI and (o["reasons"][0]["line"], o["reasons"][0]["col"]) == (3, 18)
