@@ -84,7 +84,13 @@ MIX = #[(i + 2 * j) % 3 == 0 && i - j >= 4] "a"
 DV = #[(i - j) / 2 % 2 == 0] "b"
 FAR = #[i - j >= 2] "a"
 NOT = #[!((i - j) % 3 == 0) || i - j < 5] "c"
-ok = M3 + J2 > I2 + WP || NM + OR + MIX + DV + FAR == NOT
+BLK2 = #[i / 2 - j / 2 == 0] "b"
+BLK3 = #[(i + 1) / 3 == (j + 1) / 3] "a"
+PAR = #[i % 2 == j % 2] "c"
+C1 = #[j >= 0 && (i - j) % 2 == 0] "a"
+C2 = #[i + j != -1 || j == i - 1] "b"
+C3 = #[3 * j + i < 0 || i - j == 2] "c"
+ok = M3 + J2 > I2 + WP || NM + OR + MIX + DV + FAR == NOT || BLK2 + BLK3 + PAR < C1 + C2 + C3
 """,
     "general": """\
 alphabet a b c
@@ -95,6 +101,7 @@ PROD = #[(i * j) % 5 == 1] "a"
 ABS = #[i >= 10 && j >= i - 4] "b"
 SQ = #[j * j <= i] "c"
 FIRST = #[j == 0] "a"
+J1 = #[j >= 1 && i - j <= 2] "b"
 ok = J3 + HALF + FIRST > SECOND + PROD || ABS == SQ
 """,
     "pos": """\
