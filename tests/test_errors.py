@@ -255,7 +255,7 @@ def test_internal_error_exit_1(capsys, monkeypatch):
     def boom(*args, **kwargs):
         raise ZeroDivisionError("simulated bug")
 
-    monkeypatch.setattr(rasp.program, "evaluate", boom)
+    monkeypatch.setattr(rasp.program.Program, "run_batch", boom)
     monkeypatch.delenv("RASP_DEBUG", raising=False)
     code, out, err = run_cli(capsys, "run", DYCK, "( )")
     assert code == 1
