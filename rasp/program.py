@@ -177,12 +177,15 @@ def token_columns(line: str) -> tuple[list[str], list[int]]:
 
 def parse(text: str, *, filename: str | None = None, alphabet: Iterable[str] | None = None) -> Program:
     """Parse, type-check and expand program text. Raises :class:`RaspError` on any user error."""
-    module = parse_module(text, filename)
     try:
+        module = parse_module(text, filename)
         checked = check_module(module)
         core = expand(module, checked, tuple(alphabet) if alphabet is not None else None)
     except RaspError as exc:
         raise exc.located(text, filename) from None
+    except RecursionError:
+        raise RaspError("an expression is nested too deeply to process", None,
+                        "split it into several definitions", source=text, filename=filename) from None
     return Program(module, checked, core, text, filename)
 
 

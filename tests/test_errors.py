@@ -272,3 +272,11 @@ def test_subprocess_user_error_and_no_traceback(tmp_path):
     assert proc.stdout == ""
     assert proc.stderr.startswith(f"{path}:2:10: error: unexpected character '&'")
     assert "Traceback" not in proc.stderr
+
+
+def test_deep_nesting_is_a_user_error(tmp_path, capsys):
+    path = tmp_path / "deep.cr"
+    path.write_text('alphabet a b\nok = ' + "!" * 5000 + '"a"\n')
+    code, _, err = run_cli(capsys, "run", str(path), "a")
+    assert code == 2, err
+    assert "nested too deeply" in err and "hint: " in err and "Traceback" not in err
