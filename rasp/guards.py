@@ -25,7 +25,8 @@ denominator of a and b: shifting i (or j) by that period adds a multiple of k to
   d > (c + hi)/(-a) (a < 0) is the sign of a: regular with that T;
 * a + b != 0: depends on absolute position, not translation invariant: **not regular**.
 
-Products of positions are not regular either. A Boolean combination of atoms is regular with the
+A product of two purely periodic terms is periodic; other products of positions are not analysed
+(not translation invariant, or a non-linear function of i - j). A Boolean combination of atoms is regular with the
 largest T and the lcm of the periods. All of this is exact: no sampling is involved.
 """
 from __future__ import annotations
@@ -105,7 +106,7 @@ def _term(r) -> _Term:
             if y.is_const:
                 x, y = y, x
             if not x.is_const:
-                raise _NotRegular("periodicity", "multiplies two positions: not periodic or local arithmetic", r.span)
+                return _product(x, y, r.span)
             k = x.c
             lo, hi = sorted((k * y.lo, k * y.hi))
             return _Term(k * y.a, k * y.b, k * y.c, lo, hi, y.period)
@@ -119,6 +120,26 @@ def _term(r) -> _Term:
         # t / k = (t - t % k) / k
         return _Term(x.a / k, x.b / k, x.c / k, (x.lo - (k - 1)) / k, x.hi / k, period)
     raise TypeError(f"not a term: {r!r}")
+
+
+def _product(x: _Term, y: _Term, span) -> _Term:
+    """x * y for two non-constant terms. Exact when both are purely periodic (a = b = 0): the product
+    is periodic with the corner products as bounds. Anything else is not analysed: a factor that
+    moves with absolute position makes the product fail translation invariance; two factors in
+    i - j give a non-linear function of the distance, for which no window of local relations is
+    derived (the analysis is linear in i - j)."""
+    if x.a == x.b == 0 and y.a == y.b == 0:
+        xs, ys = (x.c + x.lo, x.c + x.hi), (y.c + y.lo, y.c + y.hi)
+        corners = [u * v for u in xs for v in ys]
+        return _Term(Fraction(0), Fraction(0), Fraction(0), min(corners), max(corners), math.lcm(x.period, y.period))
+    if x.a + x.b != 0 or y.a + y.b != 0:
+        raise _NotRegular("translation invariance",
+                          "multiplies positions: the product changes when i and j shift together "
+                          "(it depends on absolute position)", span)
+    raise _NotRegular("locality",
+                      "multiplies a term that grows with the distance i - j by another non-constant term: "
+                      "only linear arithmetic in i - j is reduced to finitely many local relations "
+                      "(write it as comparisons of i - j with constants)", span)
 
 
 def _formula(r) -> GuardForm:

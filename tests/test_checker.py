@@ -99,6 +99,8 @@ ROWS = [
     Row("guard-same-residue", count_prog('#[i % 2 == j % 2] "a"'), P, (), (2,)),
     Row("guard-sum-even", count_prog('#[(i + j) % 2 == 0] "a"'), P, (), (2,)),
     Row("guard-j-residue", count_prog('#[j % 3 == 0] "a"'), P, (), (3,)),
+    Row("guard-residue-product", count_prog('#[(i % 2) * (j % 2) == 1] "a"'), P, (), (2,)),
+    Row("pos-residue-product", bool_prog("pos[(i % 2) * (i % 3) == 2]"), P, (), (6,)),
     Row("aa-star", 'alphabet a\nOUT = pos[i % 2 == 1] && #"a" == #true\n', P, (), (2,)),
     # ---- periodic and local
     Row("pred-and-parity", count_prog('#[j == i - 1] "a"', "E = pos[i % 2 == 0]\n"), PL, (1,), (2,)),
@@ -113,7 +115,13 @@ ROWS = [
     Row("half", count_prog('#[j == i / 2] "a"'), NONE, reasons=((TI, 2, "j == i / 2"),)),
     Row("twice-j", count_prog('#[2 * j == i] "a"'), NONE, reasons=((TI, 2, "2 * j == i"),)),
     Row("sum-le-3", count_prog('#[i + j <= 3] "a"'), NONE, reasons=((TI, 2, "i + j <= 3"),)),
-    Row("square", count_prog('#[j * j == i] "a"'), NONE, reasons=((PER, 2, "j * j"),)),
+    Row("square", count_prog('#[j * j == i] "a"'), NONE, reasons=((TI, 2, "j * j"),)),
+    Row("distance-squared", count_prog('#[(i - j) * (i - j) <= 9] "a"'), NONE,
+        reasons=((LOC, 2, "(i - j) * (i - j)"),)),
+    Row("periodic-times-distance", count_prog('#[(i % 3) * (i - j) == 2] "a"'), NONE,
+        reasons=((LOC, 2, "(i % 3) * (i - j)"),)),
+    Row("j-times-distance", count_prog('#[j * (i - j) == 0] "a"'), NONE, reasons=((TI, 2, "j * (i - j)"),)),
+    Row("pos-square", bool_prog("pos[i * i % 3 == 1]"), NONE, reasons=((PER, 2, "i * i"),)),
     Row("pos-abs", bool_prog("pos[i <= 5]"), NONE, reasons=((PER, 2, "i <= 5"),)),
     Row("pos-abs-in-and", bool_prog('"a" && pos[i > 2]'), NONE, reasons=((PER, 2, "i > 2"),)),
     Row("exists-abs", bool_prog('exists[j > 2] "a"'), NONE, reasons=((TI, 2, "j > 2"),)),
@@ -250,7 +258,8 @@ def _terms(draw, depth=0):
     if op in "/%":
         return A.PBin(op, left, A.PInt(draw(st.integers(1, 4))))
     if op == "*":
-        return A.PBin(op, A.PInt(draw(st.integers(-3, 3))), left)
+        right = draw(st.one_of(st.builds(A.PInt, st.integers(-3, 3)), _terms(depth + 1)))
+        return A.PBin(op, left, right)
     return A.PBin(op, left, draw(_terms(depth + 1)))
 
 
