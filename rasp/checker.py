@@ -89,20 +89,20 @@ GUARANTEES: dict[str, str] = {
 #: guarantee levels, strongest first (``--require LEVEL`` accepts LEVEL and anything stronger)
 LEVELS: tuple[str, ...] = ("guaranteed", "conjectured", "none")
 
-_HUANG = "Huang et al. 2025, \"A Formal Framework for Understanding Length Generalization in Transformers\" (ICLR 2025, arXiv 2410.02140), Theorem 7"
-_PROMISE = ("an idealized learner that fits all inputs up to some length n while minimizing its regularizer "
-            "is correct at every length once n is large enough (no bound on n is known in general)")
+_HUANG = "Huang et al. 2025 (ICLR 2025, arXiv 2410.02140), Theorem 7"
+_PROMISE = ("an idealized learner that fits all inputs up to some length while minimizing its regularizer "
+            "is correct at every length (how long the training inputs must be is not bounded in general)")
 
 #: fragment -> the result the verdict rests on, in one line
 THEOREMS: dict[str, str] = {
-    "C-RASP": f"{_HUANG}: {_PROMISE}. No positional relations are used, so NoPE (no positional encoding) suffices.",
-    "C-RASP[local]": f"{_HUANG}: {_PROMISE}. Needs local positional attention terms (APE): relations j = i - d.",
-    "C-RASP[periodic]": f"{_HUANG}: {_PROMISE}. Needs periodic positional encodings (APE): predicates of i mod M.",
-    "C-RASP[periodic,local]": f"{_HUANG}: {_PROMISE}. Needs periodic and local positional terms (APE).",
+    "C-RASP": f"{_HUANG}: {_PROMISE}. No positional relations: NoPE (no positional encoding) suffices.",
+    "C-RASP[local]": f"{_HUANG}: {_PROMISE}. Needs local positional terms (relations j = i - d).",
+    "C-RASP[periodic]": f"{_HUANG}: {_PROMISE}. Needs periodic positional encodings (i mod M).",
+    "C-RASP[periodic,local]": f"{_HUANG}: {_PROMISE}. Needs periodic and local positional terms.",
     "RASP-L": "RASP-L conjecture (Zhou et al. 2023, \"What Algorithms can Transformers Learn?\", arXiv 2310.16028): "
               "transformers tend to length-generalize on tasks with a short RASP-L program. A conjecture, not a theorem.",
-    "none": "No theorem applies to this program (it lies outside C-RASP[periodic,local]). "
-            "This is a statement about the program, not about the task it computes.",
+    "none": "No theorem applies: the program lies outside C-RASP[periodic,local]. This is about the program, "
+            "not about the task it computes.",
 }
 
 #: what Theorem 7 asks of positional relations, per condition a reason can name
@@ -512,7 +512,8 @@ def render(verdict: Verdict, *, explain: bool = False) -> str:
     out.append(_wrap(f"theorem: {v.theorem}"))
     offs = ", ".join(str(d) for d in v.local_offsets) or "none"
     if v.self_counts:
-        offs += f" (plus {v.self_counts} count(s) #[j == i] at offset 0: '1 if P else 0', not positional)"
+        offs += (f" (and offset 0 in {v.self_counts} count{'s' if v.self_counts > 1 else ''}: "
+                 "#[j == i] P is '1 if P else 0', not positional)")
     out.append(f"  local offsets: {offs}")
     out.append(f"  periods: {', '.join(str(m) for m in v.periods) or 'none'}")
     out.append(f"  depth: {v.depth} (nesting of counts)")
