@@ -435,3 +435,33 @@ def test_cli_task_option(tmp_path, capsys):
     o = json.loads(capsys.readouterr().out)
     assert o["fragment"] == "none" and o["task"]["name"] == "NF" and o["task"]["published_in_class"] is False
     assert o["reasons"][0]["condition"] == TI and (o["reasons"][0]["line"], o["reasons"][0]["col"]) == (3, 18)
+
+
+# --------------------------------------------------------------------------- README examples
+EXAMPLES = ROOT / "docs" / "examples" / "check"
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.rasp")), ids=lambda p: p.name)
+def test_readme_example_verdicts(path):
+    """Each example file states its verdict in its first line: '// rasp check: FRAGMENT'."""
+    expected = path.read_text().splitlines()[0].split("rasp check:")[1].split()[0]
+    assert check(rasp.load(path)).fragment == expected
+
+
+def test_readme_check_section_output_is_current(monkeypatch, capsys):
+    """The outputs shown in the README's 'Checking' section are what `rasp check` prints now."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Checking: `rasp check`"):]
+    block = section[section.index("```\n$ cd docs/examples/check") + 4:]
+    block = block[:block.index("```")]
+    monkeypatch.chdir(EXAMPLES)
+    commands = 0
+    for chunk in block.split("$ ")[1:]:
+        command, _, shown = chunk.partition("\n")
+        args = command.split("#")[0].split()
+        if args[:2] != ["rasp", "check"]:
+            continue
+        assert main(args[1:]) == 0
+        assert capsys.readouterr().out == shown, command
+        commands += 1
+    assert commands == 5
