@@ -30,6 +30,9 @@ def add_training_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train-max", type=int, metavar="N", help="longest training length (default 50)")
     p.add_argument("--bins", metavar="B", help="test bins as upper edges, e.g. 50,100,150 (default) -> <=50, 51-100, 101-150")
     p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:1, ...")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="CPU threads for torch (default: torch's choice). On a shared machine 1 is often fastest: "
+                   "idle threads spin while they wait for each other")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -104,6 +107,11 @@ def config_for(args, preset: str, task_name: str):
             raise RaspError(f"--{opt.replace('_', '-')} must be at least 1")
     if args.lr is not None and args.lr <= 0:
         raise RaspError("--lr must be positive")
+    if getattr(args, "threads", None) is not None:
+        if args.threads < 1:
+            raise RaspError("--threads must be at least 1")
+        import torch
+        torch.set_num_threads(args.threads)
     cfg = preset_config(preset, task_name)
     cfg = with_overrides(cfg, seeds=args.seeds, first_seed=args.first_seed, steps=args.steps,
                          positional=args.positional, layers=args.layers, heads=args.heads, dim=args.dim,

@@ -147,7 +147,8 @@ def plot_task(result: dict, path) -> None:
     ax.plot(x, ys, "o-", color="C0", lw=2.5, label="measured (mean)")
     pub = published_bins(result, result["config"]["positional"])
     if pub:
-        ax.plot(x[: len(pub)], pub, "s--", color="C3", lw=1.5, label="published")
+        ax.plot(x[: len(pub)], [float("nan") if v is None else v for v in pub], "s--", color="C3", lw=1.5,
+                label="published")
     ax.set_xticks(x, labels)
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("test length bin")

@@ -229,6 +229,9 @@ def train_seed(task, vocab: D.Vocab, ds: DataSets, cfg: TrainConfig, seed: int, 
             id_acc = accuracy(model, task.kind, vocab, ds.id_set, device, cfg.eval_batch)
             history.append({"step": step, "loss": round(loss_v, 6), "id_acc": id_acc})
             bar.set_postfix(loss=f"{loss_v:.4f}", id_acc=f"{id_acc:.3f}")
+            if log and not progress:
+                log(f"  {task.name} seed {seed} step {step}: loss {loss_v:.4f}, in-distribution {id_acc:.3f}, "
+                    f"{time.time() - t0:.0f}s")
             if id_acc >= 1.0:
                 break
     bar.close()
