@@ -1,0 +1,1189 @@
+"""RASP-L: conformance, lowering to C-RASP[periodic, local], and the verdict of a RASP-L program.
+
+Three public functions:
+
+* :func:`conformance` ``(program) -> list[Reason]`` -- where the program breaks the RASP-L
+  restrictions of Zhou et al. (arXiv 2310.16028), each reason located at the offending node;
+* :func:`lower` ``(program) -> Program | None`` -- the same function as a C-RASP program (no RASP-L
+  primitive left) when every RASP-L part is C-RASP in disguise, else None; :func:`lower_explained`
+  also says which node did not lower and why;
+* :func:`verdict_for_raspl` ``(program) -> rasp.checker.Verdict`` -- the lowered program's C-RASP
+  fragment (guaranteed) when it lowers, fragment ``RASP-L`` (guarantee ``conjectured``) when it
+  conforms but does not lower, ``none`` with located reasons when it violates RASP-L.
+
+RASP-L conformance (the rules, decided on the core program)
+-----------------------------------------------------------
+
+1. **Causal selectors only.** Always true here: ``select`` is causal by construction (query i only
+   sees keys j <= i); nothing can express a non-causal selector.
+2. **Indices are only compared.** A value is *a shifted index* when it is ``indices`` or
+   ``map(x -> x + c, s)`` / ``x - c`` of a shifted index (c a constant; slope exactly 1). Shifted
+   indices may only be the keys or queries of a ``select`` (compared with anything: indices, counts,
+   token values). Any other use is a violation located at that use: a map that is not a constant
+   shift (``indices * 2``, ``indices % 2``), a seqmap of an index, indices as aggregate values, in a
+   comparison, sum, condition or output. Positional relations of C-RASP count as index computations
+   unless they are *local* (depend only on i - j over a finite window, period 1): a periodic guard or
+   ``pos[...]`` computes ``i mod M`` and a non-regular one depends on absolute positions.
+3. **Maps only over small finite domains.** Every sequence gets a value domain: tokens have the
+   codes ``0 .. |alphabet + special| - 1``, bools ``{0, 1}``, constants themselves; a map's image is
+   computed exactly from its arguments' domains; ``aggregate`` of a finite sequence with max/min stays
+   in its values plus the default, with mean in the integer range between its least and greatest
+   value plus the default; ``+ - * min max`` and conditionals combine finite domains. Counts,
+   ``selector_width``, aggregates of unbounded values and indices are **unbounded**. A map or seqmap
+   needs every argument finite with at most :data:`SMALL` values (RASP-L's int8 setting): a map of a
+   count (``map(x -> x % 2, #"1")``) is a violation.
+
+Lowering (the proof that a RASP-L program is C-RASP[periodic, local])
+-------------------------------------------------------------------
+
+Finite sequences are represented by a partition of bools, one per value ("one-hot"), all of them
+C-RASP expressions: ``tokens`` is ``Q_a`` per symbol a, a map's case w is the disjunction of the
+argument cases that f sends to w. Unbounded values stay C-RASP counts (a map over a count lowers
+when f is linear there: ``x + 1``, ``x > 3``, conditionals, tables). Selectors lower when
+
+* keys and queries are both finite (content attention): query value v selects the keys whose case
+  u has ``op(u, v)``: per v, a plain count ``#P_v`` -- NoPE C-RASP;
+* keys and queries are both shifted indices ``indices + a``, ``indices + b``: the relation
+  ``j + a op i + b`` is translation invariant, a C-RASP guard (``j == i - 1`` for a shift by one;
+  local, or plain counting for ``<``, ``<=``, ``true``);
+* the op is ``true``: all j <= i, whatever keys and queries are.
+
+``selector_width`` is then a (case split of) count(s); ``aggregate`` of a finite value is exact with
+counts: max/min is the largest/smallest w with ``#(P && V_w) >= 1``; a mean ``S / n`` (S = sum of w
+times ``#(P && V_w)``, n = ``#P``) truncated toward zero is the q in the value range with
+``q*n <= S < (q+1)*n`` (mirrored for negative q): linear comparisons of counts. A selector that
+selects at most one key (``j == i - c``) reads that key's value directly. Aggregating an unbounded
+value lowers only under the identity selector (``j == i``). Anything else (a select comparing
+positions with content, counts compared across positions as in sort-by-count, index arithmetic)
+does not lower: :func:`lower` returns None. The lowered program keeps every bool and count
+definition under its name (selector and shifted-index definitions disappear, helper definitions
+``NAME__v`` hold the one-hot cases); families stay families. Lowering gives up above
+:data:`DOMAIN_CAP` enumerated cases (a size limit, not a semantic one).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from . import ast as A
+from .errors import RaspError, Span
+from .expand import expand
+from .program import Program
+from .typecheck import check_module, symbol_comparison
+
+#: RASP-L primitives (everything else is C-RASP)
+RASPL_NODES = (A.Tokens, A.Indices, A.Map, A.Select, A.Aggregate, A.SelectorWidth)
+
+#: largest value domain a map may range over (RASP-L maps act on int8: 256 values)
+SMALL = 256
+#: largest number of cases lowering enumerates at one node (domain products, mean ranges)
+DOMAIN_CAP = 4096
+
+TRUE = A.BoolConst(True)
+FALSE = A.BoolConst(False)
+
+
+# ============================================================================ shared helpers
+def uses_raspl(program: Program) -> bool:
+    """Whether any definition uses a RASP-L primitive."""
+    return any(isinstance(n, RASPL_NODES) for d in program.core.defs for n in A.walk(d.expr))
+
+
+def _walk_rel(r):
+    yield r
+    if dataclasses.is_dataclass(r):
+        for f in dataclasses.fields(r):
+            v = getattr(r, f.name)
+            if dataclasses.is_dataclass(v) and f.name != "span":
+                yield from _walk_rel(v)
+            elif isinstance(v, tuple):
+                for x in v:
+                    if dataclasses.is_dataclass(x):
+                        yield from _walk_rel(x)
+
+
+def _affine(body, param: str) -> tuple[int, int] | None:
+    """(a, b) when the map body is exactly a*x + b in its parameter x (+ - and constant *), else None."""
+    if isinstance(body, A.PInt):
+        return 0, body.value
+    if isinstance(body, A.PVar):
+        return (1, 0) if body.name == param else None
+    if isinstance(body, A.PNeg):
+        t = _affine(body.operand, param)
+        return None if t is None else (-t[0], -t[1])
+    if isinstance(body, A.PBin) and body.op in "+-*":
+        x, y = _affine(body.left, param), _affine(body.right, param)
+        if x is None or y is None:
+            return None
+        if body.op == "+":
+            return x[0] + y[0], x[1] + y[1]
+        if body.op == "-":
+            return x[0] - y[0], x[1] - y[1]
+        if x[0] == 0:
+            return x[1] * y[0], x[1] * y[1]
+        if y[0] == 0:
+            return y[1] * x[0], y[1] * x[1]
+    return None
+
+
+def _body_is_bool(r) -> bool:
+    if isinstance(r, (A.PCmp, A.PAnd, A.POr, A.PNot, A.PBool)):
+        return True
+    if isinstance(r, A.PCond):
+        return _body_is_bool(r.then)
+    return False
+
+
+def _cmp(op: str, x, y) -> bool:
+    return {"==": x == y, "!=": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y, "true": True}[op]
+
+
+def _apply(r, env: dict, codes: dict):
+    """A map body on Python ints (``/`` floor division, ``%`` Python modulo, missing table keys 0)."""
+    ev = lambda s: _apply(s, env, codes)  # noqa: E731
+    if isinstance(r, (A.PInt, A.PBool)):
+        return r.value
+    if isinstance(r, A.PSym):
+        return codes[r.value]
+    if isinstance(r, A.PVar):
+        return env[r.name]
+    if isinstance(r, A.PNeg):
+        return -ev(r.operand)
+    if isinstance(r, A.PBin):
+        x, y = ev(r.left), ev(r.right)
+        return {"+": x + y, "-": x - y, "*": x * y}[r.op] if r.op in "+-*" else (x // y if r.op == "/" else x % y)
+    if isinstance(r, A.PCmp):
+        return _cmp(r.op, ev(r.left), ev(r.right))
+    if isinstance(r, A.PAnd):
+        return bool(ev(r.left)) and bool(ev(r.right))
+    if isinstance(r, A.POr):
+        return bool(ev(r.left)) or bool(ev(r.right))
+    if isinstance(r, A.PNot):
+        return not ev(r.operand)
+    if isinstance(r, A.PCond):
+        return ev(r.then) if ev(r.test) else ev(r.other)
+    if isinstance(r, A.PTable):
+        return dict(r.entries).get(int(ev(r.index)), 0)
+    raise TypeError(f"not a map function node: {r!r}")
+
+
+def _op_name(node) -> str:
+    if isinstance(node, A.Map):
+        return "map" if len(node.params) == 1 else "seqmap"
+    return {A.Select: "select", A.Aggregate: "aggregate", A.SelectorWidth: "selector_width",
+            A.Tokens: "tokens", A.Indices: "indices"}.get(type(node), type(node).__name__)
+
+
+# ============================================================================ conformance
+def _reason_cls():
+    from .checker import Reason  # the checker's located reason (imported lazily: no import cycle)
+
+    return Reason
+
+
+@dataclass(frozen=True)
+class _Info:
+    """What conformance knows about a sequence: a shifted index, a finite domain, unbounded, a selector."""
+
+    kind: str  # "idx" | "fin" | "unb" | "sel"
+    values: frozenset = frozenset()
+    what: str = ""  # for unbounded values: where they come from
+
+
+_UNB = lambda what: _Info("unb", what=what)  # noqa: E731
+
+
+class _Conformance:
+    def __init__(self, program: Program):
+        self.program = program
+        self.core = program.core
+        self.codes = {s: k for k, s in enumerate(self.core.symbols)}
+        self.defs: dict[str, _Info] = {}
+        self.found: dict[tuple, object] = {}
+        self.Reason = _reason_cls()
+
+    def reason(self, condition: str, message: str, node) -> None:
+        from .printer import expr_to_str
+
+        try:
+            text = expr_to_str(node)
+        except TypeError:
+            text = ""
+        sp = node.span
+        key = (sp.line if sp else 0, sp.column if sp else 0, condition, message)
+        self.found.setdefault(key, self.Reason(condition, message, sp, text))
+
+    def run(self) -> list:
+        for d in self.core.defs:
+            self.defs[d.name] = self.info(d.expr)
+        return [self.found[k] for k in sorted(self.found, key=lambda k: (k[0], k[1], k[2], k[3]))]
+
+    # ------------------------------------------------------------------ uses of indices
+    def value(self, e, where: str) -> _Info:
+        """The info of a sequence used as a value (anything but a select key/query)."""
+        inf = self.info(e)
+        if inf.kind == "idx":
+            self.reason("RASP-L: indices", f"indices {where}: RASP-L only compares indices (possibly plus a "
+                        "constant) as the keys or queries of a select", e)
+            return _UNB("indices")
+        return inf
+
+    def positional(self, rel: A.Rel, node, unary: bool) -> None:
+        from .rewrite import regular_table
+
+        t = regular_table(rel.expr)
+        if t is None:
+            self.reason("RASP-L: indices", f"this {'positional predicate' if unary else 'guard'} depends on "
+                        "absolute positions: RASP-L never computes on indices", node)
+        elif t.period > 1 and not (unary and (t.far.all() or not t.far.any())):
+            self.reason("RASP-L: indices", f"this {'positional predicate' if unary else 'guard'} computes "
+                        f"i mod {t.period}: RASP-L never computes on indices (C-RASP[periodic] is a separate "
+                        "fragment)", node)
+        elif unary and t.far.any() and not t.far.all():
+            self.reason("RASP-L: indices", "this positional predicate tests i: RASP-L never computes on indices",
+                        node)
+
+    # ------------------------------------------------------------------ the analysis
+    def info(self, e) -> _Info:
+        if isinstance(e, (A.Tok, A.BoolConst)):
+            return _Info("fin", frozenset({0, 1}))
+        if isinstance(e, A.IntConst):
+            return _Info("fin", frozenset({e.value}))
+        if isinstance(e, A.Ref):
+            return self.defs[e.name]
+        if isinstance(e, A.Tokens):
+            return _Info("fin", frozenset(range(len(self.core.symbols))))
+        if isinstance(e, A.Indices):
+            return _Info("idx")
+        if isinstance(e, (A.Not, A.And, A.Or)):
+            for c in A.children(e):
+                self.value(c, "in a Boolean operation")
+            return _Info("fin", frozenset({0, 1}))
+        if isinstance(e, A.Compare):
+            self.value(e.left, "in a comparison outside select")
+            self.value(e.right, "in a comparison outside select")
+            return _Info("fin", frozenset({0, 1}))
+        if isinstance(e, A.PosPred):
+            self.positional(e.rel, e, unary=True)
+            return _Info("fin", frozenset({0, 1}))
+        if isinstance(e, A.Count):
+            if isinstance(e.guard, A.Rel):
+                self.positional(e.guard, e, unary=False)
+            self.value(e.body, "counted")
+            return _UNB("a count")
+        if isinstance(e, A.Cond):
+            self.value(e.test, "as a condition")
+            a, b = self.value(e.then, "in a conditional"), self.value(e.other, "in a conditional")
+            return self.combine([a, b], lambda x, y: [x, y])
+        if isinstance(e, (A.Add, A.Sub, A.Min, A.Max, A.Scale)):
+            kids = A.children(e)
+            infos = [self.value(c, "in arithmetic") for c in kids]
+            f = {A.Add: lambda x, y: [x + y], A.Sub: lambda x, y: [x - y], A.Min: lambda x, y: [min(x, y)],
+                 A.Max: lambda x, y: [max(x, y)]}.get(type(e))
+            if isinstance(e, A.Scale):
+                return self.combine(infos, lambda x: [e.k * x])
+            return self.combine(infos, f)
+        if isinstance(e, A.Map):
+            return self.map(e)
+        if isinstance(e, A.Select):
+            self.info(e.keys)  # keys and queries may be anything, shifted indices included
+            self.info(e.queries)
+            return _Info("sel")
+        if isinstance(e, A.SelectorWidth):
+            self.info(e.selector)
+            return _UNB("selector_width")
+        if isinstance(e, A.Aggregate):
+            self.info(e.selector)
+            v = self.value(e.values, "as aggregated values")
+            if v.kind != "fin":
+                return _UNB("an aggregate of unbounded values")
+            if e.reduction == "mean":
+                lo, hi = min(v.values), max(v.values)
+                if hi - lo + 1 > SMALL:
+                    return _UNB("a mean over a large range")
+                return _Info("fin", frozenset(range(lo, hi + 1)) | {e.default})
+            return _Info("fin", v.values | {e.default})
+        raise TypeError(f"not a core expression: {e!r}")
+
+    def combine(self, infos: list[_Info], f) -> _Info:
+        if all(i.kind == "fin" for i in infos):
+            size = 1
+            for i in infos:
+                size *= len(i.values)
+            if size <= DOMAIN_CAP:
+                out = set()
+                for combo in itertools.product(*(sorted(i.values) for i in infos)):
+                    out.update(int(v) for v in f(*combo))
+                if len(out) <= SMALL:
+                    return _Info("fin", frozenset(out))
+            return _UNB("a large finite domain")
+        whats = [i.what for i in infos if i.kind != "fin"]
+        return _UNB(whats[0] if whats else "")
+
+    def map(self, e: A.Map) -> _Info:
+        name = _op_name(e)
+        infos = [self.info(a) for a in e.args]
+        if any(i.kind == "idx" for i in infos):
+            if len(e.args) == 1:
+                lin = _affine(e.body, e.params[0])
+                if lin is not None and lin[0] == 1:
+                    return _Info("idx")  # indices + c: still only a shifted index
+                if lin is not None and lin[0] == 0:
+                    return _Info("fin", frozenset({lin[1]}))
+            self.reason("RASP-L: indices", f"{name} computes on indices: only a constant shift "
+                        "map(x -> x + c, indices) is RASP-L, and only as select keys or queries", e)
+            return _UNB("indices")
+        for a, i in zip(e.args, infos):
+            if i.kind != "fin":
+                self.reason("RASP-L: finite maps", f"{name} over an unbounded domain (its argument comes from "
+                            f"{i.what or 'an unbounded value'}): RASP-L maps act on small finite domains", e)
+                return _UNB(f"a {name} of unbounded values")
+            if len(i.values) > SMALL:
+                self.reason("RASP-L: finite maps", f"{name} over {len(i.values)} values: RASP-L maps act on "
+                            f"at most {SMALL} (int8)", e)
+                return _UNB(f"a {name} of a large domain")
+        size = 1
+        for i in infos:
+            size *= len(i.values)
+        if size > DOMAIN_CAP * 16:
+            return _UNB(f"a {name} of a large domain")
+        out = set()
+        for combo in itertools.product(*(sorted(i.values) for i in infos)):
+            out.add(int(_apply(e.body, dict(zip(e.params, combo)), self.codes)))
+        return _Info("fin", frozenset(out))
+
+
+def conformance(program: Program) -> list:
+    """RASP-L violations of ``program``: a list of :class:`rasp.checker.Reason` (``.line``, ``.col``,
+    ``.condition``, ``.message``, ``.span``, ``.text``), each located at the offending node; empty when
+    the program conforms. Conditions: ``RASP-L: indices``, ``RASP-L: finite maps``."""
+    return _Conformance(program).run()
+
+
+# ============================================================================ lowering: values
+@dataclass
+class Fin:
+    """A finite sequence: ``cases[v]`` is a C-RASP bool that holds exactly where the value is v (the
+    cases partition every position); ``expr`` is the value as one C-RASP expression, when known."""
+
+    type: str  # A.BOOL or A.COUNT
+    cases: dict
+    expr: object = None
+
+
+@dataclass
+class Cnt:
+    """An unbounded count, as a C-RASP count expression."""
+
+    expr: object
+
+
+@dataclass
+class Idx:
+    """``indices + shift``."""
+
+    shift: int
+
+
+@dataclass
+class Sel:
+    """A lowered selector: per query case (``qcond``, None = always), the keys it selects are those
+    with ``pred`` (a bool of j) and ``guard(i, j)`` (a relation, None = every j <= i)."""
+
+    branches: list
+    at_most_one: bool = False
+    identity: bool = False
+
+
+class _Fail(Exception):
+    def __init__(self, message: str, node=None):
+        super().__init__(message)
+        self.message = message
+        self.node = node
+
+
+#: the token symbols of the program being lowered (tokens are exclusive: "a" && "b" is false, and
+#: the disjunction of every symbol is true); set by lower_explained for the duration of a lowering
+_UNIVERSE: tuple = ()
+
+
+def _tokset(e) -> list | None:
+    """The symbols of a disjunction of token tests ``"a" || "b"``, or None for anything else."""
+    if isinstance(e, A.Tok) and isinstance(e.symbol, A.SymLit):
+        return [e.symbol.value]
+    if isinstance(e, A.Or):
+        x, y = _tokset(e.left), _tokset(e.right)
+        if x is not None and y is not None:
+            return x + [s for s in y if s not in x]
+    return None
+
+
+def _from_tokset(symbols: list):
+    if not symbols:
+        return FALSE
+    if _UNIVERSE and set(symbols) >= set(_UNIVERSE):
+        return TRUE
+    out = A.Tok(A.SymLit(symbols[0]))
+    for s in symbols[1:]:
+        out = A.Or(out, A.Tok(A.SymLit(s)))
+    return out
+
+
+def _and(a, b):
+    if a == FALSE or b == FALSE:
+        return FALSE
+    if a == TRUE:
+        return b
+    if b == TRUE:
+        return a
+    if a == b:
+        return a
+    x, y = _tokset(a), _tokset(b)
+    if x is not None and y is not None:
+        return _from_tokset([s for s in x if s in y])
+    return A.And(a, b)
+
+
+def _or(a, b):
+    if a == TRUE or b == TRUE:
+        return TRUE
+    if a == FALSE:
+        return b
+    if b == FALSE:
+        return a
+    if a == b:
+        return a
+    x, y = _tokset(a), _tokset(b)
+    if x is not None and y is not None:
+        return _from_tokset(x + [s for s in y if s not in x])
+    return A.Or(a, b)
+
+
+def _not(a):
+    if isinstance(a, A.BoolConst):
+        return A.BoolConst(not a.value)
+    if isinstance(a, A.Not):
+        return a.operand
+    return A.Not(a)
+
+
+def _ors(parts):
+    out = FALSE
+    for p in parts:
+        out = _or(out, p)
+    return out
+
+
+def _int(v: int):
+    v = int(v)
+    return A.IntConst(v) if v >= 0 else A.Neg(A.IntConst(-v))
+
+
+def _add(a, b):
+    if a == A.IntConst(0):
+        return b
+    if b == A.IntConst(0):
+        return a
+    return A.Add(a, b)
+
+
+def _sub(a, b):
+    if b == A.IntConst(0):
+        return a
+    return A.Sub(a, b)
+
+
+def _scale(k: int, e):
+    if k == 0:
+        return A.IntConst(0)
+    if k == 1:
+        return e
+    return A.Scale(k, e)
+
+
+def _ge1(c):
+    return A.Compare(">=", c, A.IntConst(1))
+
+
+def _eq0(c):
+    return A.Compare("==", c, A.IntConst(0))
+
+
+def _count(guard, pred):
+    if pred == FALSE:
+        return A.IntConst(0)
+    return A.Count(guard, pred)
+
+
+def _chain(pairs, type_: str):
+    """``v1 if c1 else v2 if c2 else ... v_last`` from [(cond, value-expr)] (the last cond is implied)."""
+    pairs = [(c, v) for c, v in pairs if c != FALSE]
+    if not pairs:
+        return FALSE if type_ == A.BOOL else A.IntConst(0)
+    out = pairs[-1][1]
+    for c, v in reversed(pairs[:-1]):
+        out = v if c == TRUE else A.Cond(c, v, out)
+    return out
+
+
+def _group(pairs) -> dict:
+    """{value: disjunction of conditions} from (value, condition) pairs, dropping false cases."""
+    out: dict = {}
+    for v, c in pairs:
+        if c == FALSE:
+            continue
+        out[int(v)] = _or(out.get(int(v), FALSE), c)
+    return {v: c for v, c in sorted(out.items()) if c != FALSE}
+
+
+def _fin_bool(e) -> Fin:
+    if isinstance(e, A.BoolConst):
+        return Fin(A.BOOL, {int(e.value): TRUE}, e)
+    return Fin(A.BOOL, {1: e, 0: _not(e)}, e)
+
+
+def _fin_const(v: int) -> Fin:
+    return Fin(A.COUNT, {int(v): TRUE}, _int(v))
+
+
+def _size(pairs_of_domains) -> int:
+    n = 1
+    for d in pairs_of_domains:
+        n *= max(len(d), 1)
+    return n
+
+
+def _respan(node, span):
+    """Give a freshly built node, and its children without spans, the span of what it replaces."""
+    if span is None or not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return node
+    changes = {}
+    for f in dataclasses.fields(node):
+        if f.name == "span":
+            continue
+        v = getattr(node, f.name)
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            nv = _respan(v, span)
+            if nv is not v:
+                changes[f.name] = nv
+        elif isinstance(v, tuple) and any(dataclasses.is_dataclass(x) for x in v):
+            nt = tuple(_respan(x, span) for x in v)
+            if any(a is not b for a, b in zip(nt, v)):
+                changes[f.name] = nt
+    if getattr(node, "span", "missing") is None:
+        changes["span"] = span
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def _subst(node, mapping: dict):
+    """Replace family variables (``SymVar``) by the symbols a reference passes (templates of families)."""
+    if not mapping:
+        return node
+    if isinstance(node, A.SymVar):
+        return mapping.get(node.name, node)
+    if isinstance(node, dict):
+        return {k: _subst(v, mapping) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_subst(v, mapping) for v in node]
+    if isinstance(node, tuple):
+        return tuple(_subst(v, mapping) for v in node)
+    if isinstance(node, (Fin, Cnt, Idx, Sel)) or (dataclasses.is_dataclass(node) and not isinstance(node, type)):
+        changes = {f.name: _subst(getattr(node, f.name), mapping) for f in dataclasses.fields(node) if f.name != "span"}
+        return dataclasses.replace(node, **changes)
+    return node
+
+
+# ============================================================================ lowering: the pass
+class _Lowerer:
+    def __init__(self, program: Program):
+        self.program = program
+        self.codes = {s: k for k, s in enumerate(program.symbols)}
+        self.symbols = program.symbols
+        self.sigs = program.checked.signatures
+        self.templates: dict[str, tuple] = {}  # def name -> (param names, abstract value)
+        self.taken = set(self.sigs)
+        self.helpers: set[str] = set()
+
+    # ------------------------------------------------------------------ values
+    def count_of(self, v, node=None):
+        if isinstance(v, Cnt):
+            return v.expr
+        if isinstance(v, Fin):
+            if v.type == A.BOOL:
+                raise _Fail("a bool used as a number", node)
+            if v.expr is not None:
+                return v.expr
+            return _chain([(c, _int(w)) for w, c in v.cases.items()], A.COUNT)
+        raise self.unusable(v, node)
+
+    def bool_of(self, v, node=None):
+        if isinstance(v, Fin) and v.type == A.BOOL:
+            return v.expr if v.expr is not None else v.cases.get(1, FALSE)
+        raise self.unusable(v, node)
+
+    def unusable(self, v, node):
+        if isinstance(v, Idx):
+            return _Fail("indices used as a value: C-RASP has no arithmetic on positions", node)
+        if isinstance(v, Sel):
+            return _Fail("a selector used as a value", node)
+        return _Fail("a value of the wrong type", node)
+
+    def fin_cases(self, v, node) -> Fin | None:
+        """The value as a Fin (bools and finite counts), or None when it is an unbounded count."""
+        if isinstance(v, Fin):
+            return v
+        if isinstance(v, Cnt):
+            return None
+        raise self.unusable(v, node)
+
+    # ------------------------------------------------------------------ expressions
+    def lower(self, e, bound: frozenset):
+        v = self._lower(e, bound)
+        if isinstance(v, Fin):
+            v = Fin(v.type, {w: _respan(c, e.span) for w, c in v.cases.items()},
+                    _respan(v.expr, e.span) if v.expr is not None else None)
+        elif isinstance(v, Cnt):
+            v = Cnt(_respan(v.expr, e.span))
+        return v
+
+    def _lower(self, e, bound: frozenset):
+        L = lambda x: self.lower(x, bound)  # noqa: E731
+        if isinstance(e, A.Tok):
+            return _fin_bool(e)
+        if isinstance(e, A.BoolConst):
+            return _fin_bool(e)
+        if isinstance(e, A.IntConst):
+            return _fin_const(e.value)
+        if isinstance(e, (A.PosPred, A.PosName)):
+            return _fin_bool(e)
+        if isinstance(e, A.Ref):
+            if e.name not in self.sigs:
+                return _fin_bool(e)  # an imported unary predicate used as a bool
+            params, value = self.templates[e.name]
+            return _subst(value, dict(zip(params, e.indices)))
+        if isinstance(e, A.Not):
+            return _fin_bool(_not(self.bool_of(L(e.operand), e.operand)))
+        if isinstance(e, (A.And, A.Or)):
+            a, b = self.bool_of(L(e.left), e.left), self.bool_of(L(e.right), e.right)
+            return _fin_bool(type(e)(a, b))
+        if isinstance(e, A.Compare):
+            if symbol_comparison(e, bound):
+                return _fin_bool(e)
+            return self.compare(e.op, L(e.left), L(e.right), e)
+        if isinstance(e, (A.Count, A.Exists)):
+            body = self.bool_of(L(e.body), e.body)
+            node = type(e)(e.guard, body)
+            return Cnt(node) if isinstance(e, A.Count) else _fin_bool(node)
+        if isinstance(e, A.Cond):
+            test = self.bool_of(L(e.test), e.test)
+            a, b = L(e.then), L(e.other)
+            if isinstance(a, Fin) and isinstance(b, Fin) and a.type == b.type:
+                pairs = [(w, _and(test, c)) for w, c in a.cases.items()]
+                pairs += [(w, _and(_not(test), c)) for w, c in b.cases.items()]
+                if a.type == A.BOOL:
+                    return _fin_bool(A.Cond(test, self.bool_of(a), self.bool_of(b)))
+                return Fin(A.COUNT, _group(pairs), A.Cond(test, self.count_of(a), self.count_of(b)))
+            if isinstance(a, Fin) and a.type == A.BOOL:
+                return _fin_bool(A.Cond(test, self.bool_of(a, e.then), self.bool_of(b, e.other)))
+            return Cnt(A.Cond(test, self.count_of(a, e.then), self.count_of(b, e.other)))
+        if isinstance(e, (A.Add, A.Sub, A.Min, A.Max)):
+            a, b = L(e.left), L(e.right)
+            f = {A.Add: lambda x, y: x + y, A.Sub: lambda x, y: x - y, A.Min: min, A.Max: max}[type(e)]
+            node = type(e)(self.count_of(a, e.left), self.count_of(b, e.right))
+            return self.arith([a, b], f, node, e)
+        if isinstance(e, A.Scale):
+            a = L(e.operand)
+            return self.arith([a], lambda x: e.k * x, A.Scale(e.k, self.count_of(a, e.operand)), e)
+        if isinstance(e, A.Neg):
+            a = L(e.operand)
+            return self.arith([a], lambda x: -x, A.Neg(self.count_of(a, e.operand)), e)
+        if isinstance(e, A.Quant):
+            body = self.lower(e.body, bound | {e.var})
+            if e.op == "sum":
+                return Cnt(A.Quant("sum", e.var, self.count_of(body, e.body)))
+            return _fin_bool(A.Quant(e.op, e.var, self.bool_of(body, e.body)))
+        if isinstance(e, A.Tokens):
+            cases = {k: A.Tok(A.SymLit(s)) for k, s in enumerate(self.symbols)}
+            return Fin(A.COUNT, cases, None)
+        if isinstance(e, A.Indices):
+            return Idx(0)
+        if isinstance(e, A.Map):
+            return self.map(e, bound)
+        if isinstance(e, A.Select):
+            return self.select(e, bound)
+        if isinstance(e, A.SelectorWidth):
+            sel = L(e.selector)
+            if not isinstance(sel, Sel):
+                raise _Fail("selector_width of something that is not a selector", e)
+            return Cnt(self.by_branch(sel, lambda pred, guard: _count(guard, pred)))
+        if isinstance(e, A.Aggregate):
+            return self.aggregate(e, bound)
+        raise TypeError(f"not an expression node: {e!r}")
+
+    def arith(self, vals, f, node, e):
+        fins = [v for v in vals if isinstance(v, Fin)]
+        if len(fins) == len(vals) and _size([v.cases for v in vals]) <= DOMAIN_CAP:
+            pairs = []
+            for combo in itertools.product(*(v.cases.items() for v in vals)):
+                cond = TRUE
+                for _, c in combo:
+                    cond = _and(cond, c)
+                pairs.append((f(*(w for w, _ in combo)), cond))
+            cases = _group(pairs)
+            if len(cases) <= DOMAIN_CAP:
+                return Fin(A.COUNT, cases, node)
+        for v in vals:
+            if not isinstance(v, (Fin, Cnt)):
+                raise self.unusable(v, e)
+        return Cnt(node)
+
+    def compare(self, op, a, b, e):
+        fa, fb = self.fin_cases(a, e.left), self.fin_cases(b, e.right)
+        if fa is not None and fb is not None and fa.type == fb.type and _size([fa.cases, fb.cases]) <= DOMAIN_CAP:
+            pairs = [(cu, cv) for (u, cu), (v, cv) in itertools.product(fa.cases.items(), fb.cases.items())
+                     if _cmp(op, u, v)]
+            # the case split when it is small; else compare the two values (chains where needed)
+            chain_cost = (0 if fa.expr is not None else len(fa.cases)) + (0 if fb.expr is not None else len(fb.cases))
+            if len(pairs) <= max(chain_cost, 1) or fa.type == A.BOOL:
+                return _fin_bool(_ors(_and(cu, cv) for cu, cv in pairs))
+        if fa is not None and fa.type == A.BOOL:
+            return _fin_bool(A.Compare(op, self.bool_of(a, e.left), self.bool_of(b, e.right)))
+        return _fin_bool(A.Compare(op, self.count_of(a, e.left), self.count_of(b, e.right)))
+
+    # ------------------------------------------------------------------ map / seqmap
+    def map(self, e: A.Map, bound):
+        vals = [self.lower(a, bound) for a in e.args]
+        name = _op_name(e)
+        if any(isinstance(v, Idx) for v in vals):
+            if len(vals) == 1:
+                lin = _affine(e.body, e.params[0])
+                if lin is not None and lin[0] == 1:
+                    return Idx(vals[0].shift + lin[1])
+                if lin is not None and lin[0] == 0:
+                    return _fin_const(lin[1])
+            raise _Fail(f"{name} computes on indices (C-RASP has no arithmetic on positions)", e)
+        for v, a in zip(vals, e.args):
+            if not isinstance(v, (Fin, Cnt)):
+                raise self.unusable(v, a)
+        is_bool = _body_is_bool(e.body)
+        fins = [(p, v) for p, v in zip(e.params, vals) if isinstance(v, Fin)]
+        cnts = [(p, v) for p, v in zip(e.params, vals) if isinstance(v, Cnt)]
+        if _size([v.cases for _, v in fins]) > DOMAIN_CAP:
+            raise _Fail(f"{name} over more than {DOMAIN_CAP} argument cases (lowering size limit)", e)
+        if not cnts:
+            # every argument finite: the image, case by case
+            if len(fins) == 2:  # group by the first argument: (A_u && OR_v B_v)
+                (p, a), (q, b) = fins
+                pairs = []
+                for u, cu in a.cases.items():
+                    by_w: dict = {}
+                    for w_, cv in b.cases.items():
+                        w = int(_apply(e.body, {p: u, q: w_}, self.codes))
+                        by_w[w] = _or(by_w.get(w, FALSE), cv)
+                    pairs += [(w, _and(cu, c)) for w, c in by_w.items()]
+            else:
+                (p, a), = fins
+                pairs = [(int(_apply(e.body, {p: u}, self.codes)), c) for u, c in a.cases.items()]
+            cases = _group(pairs)
+            if is_bool:
+                return _fin_bool(cases.get(1, FALSE))
+            return Fin(A.COUNT, cases, None)
+        # some argument is an unbounded count: split on the finite ones, evaluate f symbolically
+        results = []
+        for combo in itertools.product(*(v.cases.items() for _, v in fins)):
+            env = {p: ("k", w) for (p, _), (w, _) in zip(fins, combo)}
+            env.update({p: ("c", v.expr) for p, v in cnts})
+            cond = TRUE
+            for _, c in combo:
+                cond = _and(cond, c)
+            r = self.sym(e.body, env, e)
+            results.append((cond, self.sym_bool(r, e) if is_bool else self.sym_count(r)))
+        out = _chain(results, A.BOOL if is_bool else A.COUNT)
+        return _fin_bool(out) if is_bool else Cnt(out)
+
+    def sym_count(self, r):
+        kind, x = r
+        if kind == "k":
+            return _int(int(x))
+        if kind == "b":
+            return A.Cond(x, A.IntConst(1), A.IntConst(0))
+        return x
+
+    def sym_bool(self, r, e):
+        kind, x = r
+        if kind == "k":
+            return A.BoolConst(bool(x))
+        if kind == "b":
+            return x
+        raise _Fail("a number used as a condition", e)
+
+    def sym(self, r, env, e):
+        """A map body on constants ("k", v) and counts ("c", expr): ("k", v), ("c", count), ("b", bool)."""
+        S = lambda x: self.sym(x, env, e)  # noqa: E731
+        if isinstance(r, (A.PInt, A.PBool)):
+            return "k", r.value
+        if isinstance(r, A.PSym):
+            return "k", self.codes[r.value]
+        if isinstance(r, A.PVar):
+            return env[r.name]
+        if isinstance(r, A.PNeg):
+            k, x = S(r.operand)
+            return ("k", -x) if k == "k" else ("c", _scale(-1, self.sym_count((k, x))))
+        if isinstance(r, A.PBin):
+            a, b = S(r.left), S(r.right)
+            if a[0] == "k" and b[0] == "k":
+                x, y = a[1], b[1]
+                return "k", {"+": x + y, "-": x - y, "*": x * y}[r.op] if r.op in "+-*" else (
+                    x // y if r.op == "/" else x % y)
+            if r.op == "+":
+                return "c", _add(self.sym_count(a), self.sym_count(b))
+            if r.op == "-":
+                return "c", _sub(self.sym_count(a), self.sym_count(b))
+            if r.op == "*" and (a[0] == "k" or b[0] == "k"):
+                k, other = (a[1], b) if a[0] == "k" else (b[1], a)
+                return "c", _scale(int(k), self.sym_count(other))
+            raise _Fail(f"'{r.op}' of an unbounded count in a map (not C-RASP: C-RASP counts are only "
+                        "added, subtracted, scaled by constants and compared)", e)
+        if isinstance(r, A.PCmp):
+            a, b = S(r.left), S(r.right)
+            if a[0] == "k" and b[0] == "k":
+                return "k", _cmp(r.op, a[1], b[1])
+            return "b", A.Compare(r.op, self.sym_count(a), self.sym_count(b))
+        if isinstance(r, (A.PAnd, A.POr)):
+            a, b = self.sym_bool(S(r.left), e), self.sym_bool(S(r.right), e)
+            return "b", (_and(a, b) if isinstance(r, A.PAnd) else _or(a, b))
+        if isinstance(r, A.PNot):
+            return "b", _not(self.sym_bool(S(r.operand), e))
+        if isinstance(r, A.PCond):
+            t = S(r.test)
+            if t[0] == "k":
+                return S(r.then) if t[1] else S(r.other)
+            test = self.sym_bool(t, e)
+            a, b = S(r.then), S(r.other)
+            if _body_is_bool(r.then):
+                return "b", A.Cond(test, self.sym_bool(a, e), self.sym_bool(b, e))
+            return "c", A.Cond(test, self.sym_count(a), self.sym_count(b))
+        if isinstance(r, A.PTable):
+            k, x = S(r.index)
+            table = dict(r.entries)
+            if k == "k":
+                return "k", table.get(int(x), 0)
+            idx = self.sym_count((k, x))
+            pairs = [(A.Compare("==", idx, _int(key)), _int(val)) for key, val in r.entries if val != 0]
+            return "c", _chain(pairs + [(TRUE, A.IntConst(0))], A.COUNT)
+        raise TypeError(f"not a map function node: {r!r}")
+
+    # ------------------------------------------------------------------ select / aggregate
+    def select(self, e: A.Select, bound):
+        if e.op == "true":
+            return Sel([(None, TRUE, None)])
+        k, q = self.lower(e.keys, bound), self.lower(e.queries, bound)
+        if isinstance(k, Idx) and isinstance(q, Idx):
+            return self.positional(k.shift, q.shift, e.op)
+        if isinstance(k, Idx) or isinstance(q, Idx):
+            raise _Fail("select compares positions with values that are not positions (not translation "
+                        "invariant)", e)
+        fk, fq = self.fin_cases(k, e.keys), self.fin_cases(q, e.queries)
+        if fk is None or fq is None:
+            raise _Fail("select compares unbounded values (counts) across positions: C-RASP only counts", e)
+        if _size([fk.cases, fq.cases]) > DOMAIN_CAP:
+            raise _Fail(f"select over more than {DOMAIN_CAP} key/query cases (lowering size limit)", e)
+        branches = []
+        for v, cq in fq.cases.items():
+            pred = _ors(cu for u, cu in fk.cases.items() if _cmp(e.op, u, v))
+            branches.append((cq, pred, None))
+        if len(branches) == 1:
+            branches = [(None, branches[0][1], None)]
+        return Sel(branches)
+
+    def positional(self, a: int, b: int, op: str) -> Sel:
+        """keys j + a, queries i + b: the relation j + a op i + b, i.e. j op i + (b - a)."""
+        e = b - a
+        i = A.PVar("i")
+        rhs = i if e == 0 else A.PBin("+" if e > 0 else "-", i, A.PInt(abs(e)))
+        rel = A.Rel(A.PCmp(op, A.PVar("j"), rhs))
+        if op == "==":
+            if e > 0:
+                return Sel([(None, FALSE, None)], at_most_one=True)  # j == i + e > i: never
+            return Sel([(None, TRUE, rel)], at_most_one=True, identity=(e == 0))
+        return Sel([(None, TRUE, rel)])
+
+    def by_branch(self, sel: Sel, f):
+        parts = [(q if q is not None else TRUE, f(pred, guard)) for q, pred, guard in sel.branches]
+        return _chain(parts, A.COUNT)
+
+    def aggregate(self, e: A.Aggregate, bound):
+        sel = self.lower(e.selector, bound)
+        if not isinstance(sel, Sel):
+            raise _Fail("aggregate of something that is not a selector", e)
+        v = self.lower(e.values, bound)
+        if isinstance(v, Idx):
+            raise _Fail("aggregate of indices (positions as values are not C-RASP)", e)
+        if isinstance(v, Cnt):
+            if sel.identity:
+                return v
+            raise _Fail("aggregate of an unbounded value over other positions (C-RASP cannot read a count "
+                        "at another position)", e)
+        if not isinstance(v, Fin):
+            raise self.unusable(v, e.values)
+        if sel.identity:
+            return v if v.type == A.COUNT else Fin(A.COUNT, dict(v.cases), None)
+        # size of the result: per branch, one condition per result value (a mean's conditions each sum
+        # over every value case)
+        n = len(v.cases)
+        cost = len(sel.branches) * (n if e.reduction != "mean" or sel.at_most_one
+                                    else (max(v.cases) - min(v.cases) + 1) * n)
+        if cost > DOMAIN_CAP:
+            raise _Fail(f"aggregate over too many cases ({cost} > {DOMAIN_CAP}: lowering size limit)", e)
+        pairs = []
+        for qcond, pred, guard in sel.branches:
+            q = qcond if qcond is not None else TRUE
+            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one).items():
+                pairs.append((w, _and(q, c)))
+        return Fin(A.COUNT, _group(pairs), None)
+
+    def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool) -> dict:
+        """{result value: condition} of one selector branch (keys with pred and guard)."""
+        if pred == FALSE:
+            return {default: TRUE}
+        cnt = _count(guard, pred)
+        always = guard is None and pred == TRUE  # j = i itself is always selected
+        nonempty = TRUE if always else _ge1(cnt)
+        empty = FALSE if always else _eq0(cnt)
+        c = {w: _count(guard, _and(pred, cw)) for w, cw in v.cases.items()}
+        out: dict = {}
+        values = sorted(v.cases)
+        if at_most_one or len(values) == 1:
+            for w in values:
+                out[w] = _ge1(c[w]) if len(values) > 1 else nonempty
+        elif reduction in ("max", "min"):
+            order = values[::-1] if reduction == "max" else values
+            for k, w in enumerate(order):
+                beyond = _ors(v.cases[x] for x in order[:k])
+                cond = _ge1(c[w])
+                if beyond != FALSE:
+                    cond = _and(cond, _eq0(_count(guard, _and(pred, beyond))))
+                out[w] = cond
+        else:  # mean, truncated toward zero: S / n with S = sum w * c_w, n = cnt
+            lo, hi = values[0], values[-1]
+            S = A.IntConst(0)
+            for w in values:
+                if w > 0:
+                    S = _add(S, _scale(w, c[w]))
+            for w in values:
+                if w < 0:
+                    S = _sub(S, _scale(-w, c[w]))
+            n = cnt
+            for qv in range(lo, hi + 1):
+                conds = []
+                if qv >= 1:
+                    if qv != lo:
+                        conds.append(A.Compare("<=", _scale(qv, n), S))
+                    if qv != hi:
+                        conds.append(A.Compare("<", S, _scale(qv + 1, n)))
+                elif qv == 0:
+                    if hi > 0:
+                        conds.append(A.Compare("<", S, n))
+                    if lo < 0:
+                        conds.append(A.Compare(">", _add(S, n), A.IntConst(0)))
+                else:
+                    if qv != hi:
+                        conds.append(A.Compare("<=", S, _scale(qv, n)))
+                    if qv != lo:
+                        conds.append(A.Compare("<", _scale(qv - 1, n), S))
+                cond = nonempty
+                for x in conds:
+                    cond = _and(cond, x)
+                out[qv] = cond
+        if empty != FALSE:
+            out[default] = _or(out.get(default, FALSE), empty)
+        return out
+
+    # ------------------------------------------------------------------ the program
+    def helper_name(self, name: str, w: int) -> str:
+        base = f"{name}__{w}" if w >= 0 else f"{name}__m{-w}"
+        out, k = base, 2
+        while out in self.taken:
+            out, k = f"{base}_{k}", k + 1
+        self.taken.add(out)
+        self.helpers.add(out)
+        return out
+
+    def run(self) -> A.Module:
+        module = self.program.module
+        emitted: dict[str, list] = {}
+        for name in self.program.checked.order:
+            sig = self.sigs[name]
+            d = sig.definition
+            params = tuple(p.name for p in d.params)
+            bound = frozenset(params)
+            refs = tuple(A.SymVar(p) for p in params)
+            try:
+                v = self.lower(d.expr, bound)
+            except _Fail as exc:
+                if exc.node is None:
+                    exc.node = d
+                raise
+            plain = not self.needs_lowering(d.expr)
+            out = []
+            me = A.Ref(name, refs)
+            if isinstance(v, (Sel, Idx)):
+                self.templates[name] = (params, v)
+                emitted[name] = []
+                continue
+            if sig.type == A.BOOL:
+                expr = d.expr if plain else self.bool_of(v, d.expr)
+                out.append(dataclasses.replace(d, expr=_respan(expr, d.expr.span)))
+                self.templates[name] = (params, _fin_bool(me))
+            elif isinstance(v, Fin):
+                cases = {}
+                for w, c in v.cases.items():
+                    if isinstance(c, (A.Tok, A.BoolConst, A.Ref)) or (isinstance(c, A.Not) and isinstance(c.operand, (A.Tok, A.Ref))):
+                        cases[w] = c
+                    else:
+                        h = self.helper_name(name, w)
+                        out.append(A.Definition(h, d.params, _respan(c, d.expr.span), span=d.span))
+                        cases[w] = A.Ref(h, refs)
+                expr = d.expr if plain else (v.expr if v.expr is not None else
+                                             _chain([(c, _int(w)) for w, c in cases.items()], A.COUNT))
+                out.append(dataclasses.replace(d, expr=_respan(expr, d.expr.span)))
+                self.templates[name] = (params, Fin(A.COUNT, cases, me))
+            else:
+                expr = d.expr if plain else self.count_of(v, d.expr)
+                out.append(dataclasses.replace(d, expr=_respan(expr, d.expr.span)))
+                self.templates[name] = (params, Cnt(me))
+            emitted[name] = out
+        # statements: declarations in place (an explicit alphabet first), definitions in dependency order
+        defs = [s for name in self.program.checked.order for s in emitted[name]]
+        defs = self.prune(defs)
+        decls = [A.AlphabetDecl(tuple(self.program.alphabet))]
+        decls += [s for s in module.statements if isinstance(s, (A.SpecialDecl, A.Import))]
+        outs = [s for s in module.statements if isinstance(s, A.OutputDecl)]
+        if not outs:  # the output was the last definition: name it (definition order may change)
+            last = [s for s in module.statements if isinstance(s, A.Definition)][-1]
+            outs = [A.OutputDecl("accept", last.name, span=last.span)]
+        return A.Module(tuple(decls + defs + outs), span=module.span)
+
+    def needs_lowering(self, e) -> bool:
+        for n in A.walk(e):
+            if isinstance(n, RASPL_NODES):
+                return True
+            if isinstance(n, A.Ref) and n.name in self.templates and isinstance(self.templates[n.name][1], (Sel, Idx)):
+                return True
+        return False
+
+    def prune(self, defs: list) -> list:
+        """Drop helper definitions nothing refers to."""
+        while True:
+            used = set()
+            for d in defs:
+                for n in A.walk(d.expr):
+                    if isinstance(n, A.Ref):
+                        used.add(n.name)
+            keep = [d for d in defs if d.name not in self.helpers or d.name in used]
+            if len(keep) == len(defs):
+                return defs
+            defs = keep
+
+
+@dataclass(frozen=True)
+class NotLowered:
+    """Why a program does not lower: the first node that is not C-RASP in disguise."""
+
+    message: str
+    span: Span | None
+    text: str = ""
+
+
+def lower_explained(program: Program) -> tuple[Program | None, NotLowered | None]:
+    """(the lowered C-RASP program, None) or (None, why not)."""
+    from .printer import expr_to_str
+
+    global _UNIVERSE
+    low = _Lowerer(program)
+    _UNIVERSE = tuple(program.symbols)
+    try:
+        module = low.run()
+    except _Fail as exc:
+        node = exc.node
+        text = ""
+        if node is not None and not isinstance(node, A.Definition):
+            try:
+                text = expr_to_str(node)
+            except TypeError:
+                text = ""
+        return None, NotLowered(exc.message, getattr(node, "span", None), text)
+    finally:
+        _UNIVERSE = ()
+    try:
+        checked = check_module(module)
+        core = expand(module, checked, tuple(program.alphabet))
+    except RaspError as exc:  # a lowering bug: never hide it
+        raise AssertionError(f"lowered program does not type-check: {exc}") from exc
+    lowered = Program(module, checked, core, program.source, program.filename)
+    if any(isinstance(n, RASPL_NODES) for d in core.defs for n in A.walk(d.expr)):
+        raise AssertionError("lowering left a RASP-L primitive")
+    return lowered, None
+
+
+def lower(program: Program) -> Program | None:
+    """``program`` as a C-RASP program (no RASP-L primitive) computing the same function, or None
+    when some part does not lower. Every bool and count definition of ``program`` keeps its name and
+    its values at every position; selector and shifted-index definitions disappear; helper
+    definitions ``NAME__v`` (``NAME__m3`` for -3) hold "NAME has value v". The alphabet is declared
+    explicitly (token codes depend on it)."""
+    return lower_explained(program)[0]
+
+
+# ============================================================================ the verdict
+def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, with_task: bool = True):
+    """The checker's verdict (:class:`rasp.checker.Verdict`) for a program that may use RASP-L.
+
+    * no RASP-L primitive: exactly ``rasp.checker.check(program)``;
+    * it lowers (:func:`lower`) and the lowered program is in C-RASP[periodic, local]: the lowered
+      program's verdict (fragment ``C-RASP``/``C-RASP[local]``/..., guarantee ``guaranteed``), whose
+      ``rewritten`` module is the proof (lowered, then guards in normal form) and whose ``rewrites``
+      pair each original definition with its lowered form;
+    * it conforms to RASP-L (:func:`conformance` finds nothing) but does not lower: fragment
+      ``RASP-L``, guarantee ``conjectured``; ``reasons`` says why it is not C-RASP (condition
+      ``C-RASP operations``, located at the node that does not lower);
+    * otherwise fragment ``none``, guarantee ``none``, ``reasons`` the located RASP-L violations
+      (conditions ``RASP-L: indices``, ``RASP-L: finite maps``; a non-local C-RASP guard or positional
+      predicate counts as computing on indices).
+    """
+    from . import checker
+    from .rewrite import rewrite_module
+
+    base = checker.check(program, name=name, task=task, with_task=with_task)
+    if not uses_raspl(program):
+        return base
+    lowered, why = lower_explained(program)
+    if lowered is not None:
+        v = checker.check(lowered, name=base.program, with_task=False)
+        if v.in_class:
+            proof = rewrite_module(lowered.module)
+            by_name = {s.name: s for s in proof.statements if isinstance(s, A.Definition)}
+            rewrites = tuple((s, by_name[s.name]) for s in program.module.statements
+                             if isinstance(s, A.Definition) and s.name in by_name and by_name[s.name] != s)
+            return dataclasses.replace(v, rewritten=proof, rewrites=rewrites, task=base.task,
+                                       source=program.source)
+    reasons = conformance(program)  # covers C-RASP guards too (non-local ones compute on indices)
+    if reasons:
+        fragment = "none"
+    else:
+        fragment = "RASP-L"
+        if why is not None:
+            reasons = [checker.Reason("C-RASP operations", f"does not lower to C-RASP: {why.message}",
+                                      why.span, why.text)]
+        else:  # lowered, but the lowered program is outside (cannot happen for conforming programs)
+            reasons = list(base.reasons)
+    return dataclasses.replace(
+        base, fragment=fragment, guarantee=checker.GUARANTEES[fragment], theorem=checker.THEOREMS[fragment],
+        reasons=tuple(reasons), rewritten=None, rewrites=(),
+    )
+
+
+__all__ = ["conformance", "lower", "lower_explained", "verdict_for_raspl", "uses_raspl", "NotLowered",
+           "SMALL", "DOMAIN_CAP"]

@@ -1,0 +1,305 @@
+"""rasp/raspl.py: RASP-L conformance, lowering to C-RASP, and the verdict.
+
+* ``LOWERS``: RASP-L programs that are C-RASP[periodic, local] in disguise, with the fragment their
+  lowered form lands in. Property: the lowered program has no RASP-L primitive and evaluates
+  identically to the original on random inputs, on the output and on every definition that
+  survives (and so does its printed source, parsed back);
+* ``CONJECTURED``: programs that conform to RASP-L but do not lower (fragment ``RASP-L``, guarantee
+  ``conjectured``), with where lowering stops;
+* ``VIOLATES``: programs that break a RASP-L restriction (fragment ``none``), with the located reasons.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import rasp
+from rasp import ast as A
+from rasp.raspl import RASPL_NODES, conformance, lower, lower_explained, verdict_for_raspl
+
+# name -> (source, fragment of the lowered program)
+LOWERS = {
+    "shift": ("""\
+// the previous token (a shift by one) is b
+alphabet a b c
+PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, mean, -1)
+ok = PREV == 1
+""", "C-RASP[local]"),
+    "shift-keys": ("""\
+// the token two back, written with shifted keys
+alphabet a b
+BACK2 = aggregate(select(map(x -> x + 2, indices), indices, ==), tokens, max, 5)
+ok = BACK2 == 0
+""", "C-RASP[local]"),
+    "exists-prev": ("""\
+// some earlier position held an a right before a b: max of a bool under a shift is exists[j == i - 1]
+alphabet a b
+PA = aggregate(select(indices, map(x -> x - 1, indices), ==), "a", max)
+AB = map(p -> p == 1, PA) && "b"
+ok = #AB >= 1
+""", "C-RASP[local]"),
+    "histogram": ("""\
+// the current token has occurred exactly twice: selector_width of token equality
+alphabet a b c
+W = selector_width(select(tokens, tokens, ==))
+ok = W == 2
+""", "C-RASP"),
+    "length": ("""\
+// the length so far: selector_width of the all-true selector is #true
+alphabet a b
+N = selector_width(select(indices, indices, true))
+ok = N == 2 * #"a"
+""", "C-RASP"),
+    "mean-bool": ("""\
+// the mean of a Boolean under a select on token equality: per-symbol count family
+alphabet a b c
+PB = aggregate(select(indices, map(x -> x - 1, indices), ==), "b", max)
+M = aggregate(select(tokens, tokens, ==), PB, mean)
+ok = M == 1
+""", "C-RASP[local]"),
+    "earlier-max": ("""\
+// max and min of strictly earlier tokens (select with <)
+alphabet 0 1 2 3
+HI = aggregate(select(indices, indices, <), tokens, max, -1)
+LO = aggregate(select(indices, indices, <), tokens, min, 9)
+ok = HI > tokens && LO < tokens
+""", "C-RASP"),
+    "linear-count-map": ("""\
+// maps over counts that are linear: C-RASP arithmetic and comparisons
+alphabet a b
+W = selector_width(select(tokens, full(0), ==))
+X = map(x -> 2 * x - 3 if x > 1 else {0: 7, 1: 4}[x], W)
+ok = map(x -> x >= 5, X) && W != #"b"
+""", "C-RASP"),
+    "seqmap-digits": ("""\
+// the last digit plus the one before it is 10 (seqmap of two finite sequences)
+alphabet 0 1 2 3 4 5 6 7 8 9
+P = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, 0)
+S = seqmap((x, y) -> x + y, tokens, P)
+ok = S == 10
+""", "C-RASP[local]"),
+    "mean-trunc": ("""\
+// the mean of a -> -1, b -> 2 over the prefix, truncated toward zero, is 0
+alphabet a b
+V = map(x -> {0: -1, 1: 2}[x], tokens)
+M = aggregate(select(indices, indices, true), V, mean)
+ok = M == 0
+""", "C-RASP"),
+    "generator": ("""\
+// copy the token two back until the length is 8 (a family: PREV2[x] lowers to a local count)
+alphabet a b c
+N = selector_width(select(indices, indices, true))
+PREV2[x] = aggregate(select(indices, map(t -> t - 2, indices), ==), Q[x], max) == 1
+NEXT[x] = PREV2[x] && N < 8
+output generate NEXT
+""", "C-RASP[local]"),
+    "induction": ("""\
+// induction head: the token after an earlier occurrence of the current token (content select on the
+// previous token)
+alphabet a b c
+special "<sep>"
+PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, -1)
+AFTER = aggregate(select(PREV, tokens, ==), tokens, max, -1)
+ok = AFTER == 1
+""", "C-RASP[local]"),
+    "selector-def": ("""\
+// a selector definition used twice; a family that uses it; select with >=
+alphabet a b c
+GE = select(tokens, tokens, >=)
+W = selector_width(GE)
+HAS[x] = aggregate(GE, Q[x], max) == 1
+ok = W >= 2 && HAS["c"]
+""", "C-RASP"),
+    "never": ("""\
+// a shift into the future selects nothing: always the default
+alphabet a b
+F = aggregate(select(indices, map(x -> x + 1, indices), ==), tokens, max, 3)
+ok = F == 3 && "a"
+""", "C-RASP"),
+    "identity": ("""\
+// the identity selector returns any value unchanged, counts included
+alphabet a b
+C = #"a"
+SAME = aggregate(select(indices, indices, ==), C, mean)
+ok = SAME == C
+""", "C-RASP"),
+    "periodic-mix": ("""\
+// C-RASP and RASP-L mixed: a periodic predicate and a RASP-L shift
+alphabet a b
+EVEN = pos[i % 2 == 0]
+PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, 0)
+ok = EVEN && PREV == 1 || #"a" == 3
+""", "C-RASP[periodic,local]"),
+}
+
+# name -> (source, (line, col) where lowering stops)
+CONJECTURED = {
+    "mode": ("""\
+alphabet a b c
+W = selector_width(select(tokens, tokens, ==))
+MAXW = aggregate(select(indices, indices, true), W, max)
+MODE = aggregate(select(W, MAXW, ==), tokens, max)
+ok = MODE == 0
+""", (3, 8)),
+    "position-vs-token": ("""\
+alphabet 0 1 2 3
+AT = aggregate(select(indices, tokens, ==), tokens, max, -1)
+ok = AT == 2
+""", (2, 16)),
+    "count-of-neighbour": ("""\
+alphabet a b
+W = selector_width(select(tokens, tokens, ==))
+PW = aggregate(select(indices, map(x -> x - 1, indices), ==), W, max)
+ok = PW > 2
+""", (3, 6)),
+}
+
+# name -> (source, [(line, col, condition)])
+VIOLATES = {
+    "parity": ("""\
+alphabet 0 1
+C = selector_width(select(tokens, full(1), ==))
+P = map(x -> x % 2, C)
+ok = P == 0
+""", [(3, 5, "RASP-L: finite maps")]),
+    "index-arith": ("""\
+alphabet a b
+EVEN = map(x -> x % 2, indices)
+ok = EVEN == 0
+""", [(2, 8, "RASP-L: indices")]),
+    "index-values": ("""\
+alphabet a b
+LAST = aggregate(select(tokens, tokens, ==), indices, max)
+AT = aggregate(select(indices, LAST, ==), tokens, max)
+ok = AT == 1
+""", [(2, 46, "RASP-L: indices")]),
+    "index-compare": ("""\
+alphabet a b
+W = selector_width(select(tokens, tokens, ==))
+ok = indices == W
+""", [(3, 6, "RASP-L: indices")]),
+    "nonregular-guard": ("""\
+alphabet a b
+W = selector_width(select(tokens, indices, ==))
+ok = #[j <= 3] "a" == W
+""", [(3, 6, "RASP-L: indices")]),
+    "index-scaled-select": ("""\
+alphabet a b
+HALF = aggregate(select(map(x -> 2 * x, indices), indices, ==), tokens, max)
+ok = HALF == 1
+""", [(2, 25, "RASP-L: indices")]),
+}
+
+
+def _random_inputs(program: rasp.Program, rng, count: int, max_len: int) -> list[list[str]]:
+    syms = program.symbols
+    return [[syms[k] for k in rng.integers(0, len(syms), size=int(rng.integers(1, max_len + 1)))]
+            for _ in range(count)]
+
+
+def assert_same(original: rasp.Program, lowered: rasp.Program, inputs) -> None:
+    a, b = original.evaluate(inputs), lowered.evaluate(inputs)
+    survivors = [d.name for d in original.core.defs if d.type != A.SELECTOR and d.name in b]
+    assert set(original.core.output.names) <= set(survivors)
+    for name in survivors:
+        for r, t in enumerate(inputs):
+            assert a[name][r, : len(t)].tolist() == b[name][r, : len(t)].tolist(), (name, t)
+    if original.output_kind != "generate":
+        assert original.run_batch(inputs) == lowered.run_batch(inputs)
+
+
+@pytest.mark.parametrize("name", sorted(LOWERS))
+def test_lowers(name):
+    source, fragment = LOWERS[name]
+    p = rasp.parse(source)
+    low = lower(p)
+    assert low is not None, lower_explained(p)[1]
+    assert not any(isinstance(n, RASPL_NODES) for d in low.core.defs for n in A.walk(d.expr))
+    v = verdict_for_raspl(p)
+    assert (v.fragment, v.guarantee) == (fragment, "guaranteed"), v.reasons
+    assert v.rewritten is not None and not v.reasons
+    # (conformance is not required: a map over a count breaks RASP-L's finite-map rule, but when it
+    # lowers the program is C-RASP, which is what the verdict reports; see linear-count-map)
+
+
+@pytest.mark.parametrize("name", sorted(LOWERS))
+@given(data=st.data())
+def test_lowered_evaluates_identically(name, data):
+    p = rasp.parse(LOWERS[name][0])
+    low = lower(p)
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    inputs = _random_inputs(p, np.random.default_rng(seed), 6, 40)
+    assert_same(p, low, inputs)
+    printed = rasp.parse(str(low))  # the proof as text parses back to the same function
+    assert_same(p, printed, inputs)
+
+
+@pytest.mark.parametrize("name", sorted(LOWERS))
+def test_lowered_generators_agree(name):
+    p = rasp.parse(LOWERS[name][0])
+    if p.output_kind != "generate":
+        pytest.skip("not a generator")
+    low = lower(p)
+    rng = np.random.default_rng(1)
+    inputs = _random_inputs(p, rng, 20, 6)
+    assert p.run_batch(inputs) == low.run_batch(inputs)
+
+
+def test_at_least_ten_lower():
+    assert len(LOWERS) >= 10
+
+
+@pytest.mark.parametrize("name", sorted(CONJECTURED))
+def test_conjectured(name):
+    source, (line, col) = CONJECTURED[name]
+    p = rasp.parse(source)
+    assert lower(p) is None
+    assert conformance(p) == []
+    v = verdict_for_raspl(p)
+    assert (v.fragment, v.guarantee) == ("RASP-L", "conjectured")
+    assert len(v.reasons) == 1 and v.reasons[0].condition == "C-RASP operations"
+    assert (v.reasons[0].line, v.reasons[0].col) == (line, col), v.reasons[0]
+
+
+@pytest.mark.parametrize("name", sorted(VIOLATES))
+def test_violates(name):
+    source, expected = VIOLATES[name]
+    p = rasp.parse(source)
+    v = verdict_for_raspl(p)
+    assert (v.fragment, v.guarantee) == ("none", "none")
+    got = [(r.line, r.col, r.condition) for r in v.reasons]
+    assert got == expected, [(r.line, r.col, r.condition, r.message) for r in v.reasons]
+    assert [(r.line, r.col, r.condition) for r in conformance(p)] == [x for x in expected if x[2].startswith("RASP-L")]
+
+
+def test_plain_crasp_is_the_checkers_verdict():
+    from rasp import checker
+
+    p = rasp.parse('alphabet a b\nD = #"a" - #"b"\nok = D == 0 && #[j == i - 1] "a" >= 1\n')
+    assert verdict_for_raspl(p) == checker.check(p)
+
+
+def test_lowering_keeps_families_and_names():
+    p = rasp.parse(LOWERS["generator"][0])
+    low = lower(p)
+    text = str(low)
+    assert "PREV2[x] = #[j == i - 2] Q[x] >= 1" in text
+    assert "output generate NEXT" in text
+    assert set(p.core.output.names) == set(low.core.output.names)
+
+
+def test_lowering_with_another_alphabet():
+    p = rasp.parse(LOWERS["histogram"][0]).with_alphabet(["x", "y", "z", "w"])
+    low = lower(p)
+    assert low.alphabet == ("x", "y", "z", "w")
+    assert_same(p, low, [["x", "y", "x", "w", "x"], ["w"]])
+
+
+def test_size_limit_gives_none_not_an_explosion():
+    big = " ".join(str(k) for k in range(150))
+    p = rasp.parse(f"alphabet {big}\nS = aggregate(select(tokens, tokens, <), tokens, mean, 0)\nok = S == 3\n")
+    low, why = lower_explained(p)
+    assert low is None and "limit" in why.message
+    assert verdict_for_raspl(p).fragment == "RASP-L"
