@@ -120,23 +120,39 @@ class Program:
     def _generate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
         """Greedy decoding: append the first symbol whose NEXT holds at the last position.
 
-        C-RASP programs are decoded incrementally (:mod:`rasp.stream`: the prompt, then each new token,
-        one position at a time, vectorized over the batch and over family instances); others by
-        re-evaluating the whole program after every token (:meth:`_generate_reevaluate`). Both give
-        the same tokens."""
+        Two equivalent strategies: re-evaluating the whole core program after every token
+        (:meth:`_generate_reevaluate`; cheap for a few tokens of a small program), and incremental
+        evaluation (:mod:`rasp.stream`: one position at a time, vectorized over the batch and over
+        family instances; cheap for long outputs and large families). C-RASP programs with a small core
+        re-evaluate for the first :data:`REEVALUATE_STEPS` tokens (retrieval and majority answers end
+        there) and stream the rest; large ones stream from the start. Both give the same tokens."""
         from . import stream
 
-        if not stream.supports(self):
-            return self._generate_reevaluate(seqs, max_new)
         limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
-        return [[self.symbols[k] for k in g] for g in stream.generate(self, seqs, limits)]
+        if not stream.supports(self):
+            return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
+        k = REEVALUATE_STEPS if len(self.core.defs) <= REEVALUATE_MAX_DEFS else 0
+        first = self._reevaluate_ids(seqs, [min(n, k) for n in limits]) if k else [[] for _ in seqs]
+        more = [r for r in range(len(seqs)) if len(first[r]) == k and limits[r] > k]
+        if more:
+            rest = stream.generate(self, [np.concatenate([seqs[r], np.asarray(first[r], dtype=np.int64)])
+                                          for r in more], [limits[r] - k for r in more])
+            for r, g in zip(more, rest):
+                first[r] = first[r] + g
+        return self._ids_to_symbols(first)
 
     def _generate_reevaluate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
         """Greedy decoding by re-evaluating the whole program after every generated token."""
+        limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+        return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
+
+    def _ids_to_symbols(self, generated: list[list[int]]) -> list[list[str]]:
+        return [[self.symbols[k] for k in g] for g in generated]
+
+    def _reevaluate_ids(self, seqs: list[np.ndarray], limits: list[int]) -> list[list[int]]:
         generated: list[list[int]] = [[] for _ in seqs]
         active = list(range(len(seqs)))
         current = [list(s) for s in seqs]
-        limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
         while active:
             active = [r for r in active if len(generated[r]) < limits[r]]
             if not active:
@@ -154,7 +170,13 @@ class Program:
                 generated[r].append(sid)
                 still.append(r)
             active = still
-        return [[self.symbols[k] for k in g] for g in generated]
+        return generated
+
+
+#: generation re-evaluates small programs for this many tokens before streaming (see Program._generate)
+REEVALUATE_STEPS = 4
+#: ... when the core program has at most this many definitions
+REEVALUATE_MAX_DEFS = 2000
 
 
 def default_max_new(n: int) -> int:

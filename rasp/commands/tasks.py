@@ -69,7 +69,8 @@ def _rows() -> list[list[str]]:
 HEADER = ["task", "kind", "program", "in class", "NoPE", "source"]
 
 
-def print_table(out=sys.stdout) -> None:
+def print_table(out=None) -> None:
+    out = out or sys.stdout
     rows = _rows()
     if out.isatty():
         from rich.console import Console

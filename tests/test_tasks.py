@@ -1,0 +1,478 @@
+"""The task suite (issue 3): registry, samplers, references, programs, the ``rasp tasks`` CLI, and the
+streaming evaluator that generation uses.
+
+CI runs a subset: ``RASP_TASK_SAMPLES`` samples per length bin per task (default 30);
+``benchmarks/tasks.py`` runs the full check (1,000 per bin) and records it in benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rasp
+from rasp import interp, stream
+from rasp import tasks as T
+from rasp.cli import main
+from rasp.expand import STANDARD_SYMBOLS
+
+ROOT = Path(__file__).resolve().parent.parent
+N_PER_BIN = int(os.environ.get("RASP_TASK_SAMPLES", "30"))
+SEED_NAMES = ["UR", "UL", "NRFirst", "NLFirst", "NRLast", "NLLast", "UF", "UB", "NF", "NB"]
+SEED_IN_CLASS = ["UR", "UL", "NRFirst", "NLFirst", "UF", "UB"]
+PROGRAM_TASKS = [n for n, t in T.TASKS.items() if t.program]
+
+
+@lru_cache(maxsize=None)
+def program_of(name: str, alphabet: tuple[str, ...] | None = None) -> rasp.Program:
+    p = rasp.load(ROOT / T.get(name).program)
+    return p.with_alphabet(alphabet) if alphabet else p
+
+
+def _heavy(name: str) -> bool:
+    """Families over the 150-token vocabulary (copying, sort)."""
+    return len(T.get(name).alphabet) > 100
+
+
+# ============================================================================ the registry
+def test_seed_task_names():
+    assert [n for n in T.TASKS if n in SEED_NAMES] == SEED_NAMES
+
+
+def test_huang_tasks_present():
+    names = set(T.TASKS)
+    for n in ["bin_majority", "majority", "bin_majority_interleave", "sort", "copy_unique", "copy_repeat",
+              "parity", "addition", "dyck1", "d2", "d3", "d4", "d12", "aa_star", "aaaa_star", "abab_star",
+              "anbn", "anbncn", "anbncndn", "aabbccddee", "ab_d_bc", "012_02", "boolean3", "boolean5",
+              "shuffle2"] + [f"tomita{k}" for k in range(1, 8)]:
+        assert n in names, n
+    assert len(T.TASKS) == 42
+
+
+# published labels (theory.md sections 2 and 3)
+OUT_OF_CLASS = {"NRLast", "NLLast", "NF", "NB", "copy_repeat", "parity", "addition", "tomita3", "tomita5",
+                "tomita6", "012_02"}
+
+
+def test_published_labels():
+    for name, t in T.TASKS.items():
+        assert t.published_in_class == (name not in OUT_OF_CLASS), name
+        assert (t.program is None) == (name in OUT_OF_CLASS), name
+        if not t.published_in_class:
+            assert t.published_nope is False, name
+        assert t.source in (T.JOBANPUTRA, T.HUANG)
+        assert t.citation and t.statement and t.description
+        assert t.kind in ("accept", "generate", "predict")
+        for enc, accs in t.published_accuracy.items():
+            assert len(accs) == 3 and all(a is None or 0 <= a <= 1 for a in accs), (name, enc)
+    # needs periodic / local positional information: not in NoPE C-RASP as published
+    for name in ["bin_majority_interleave", "copy_unique", "UF", "UB", "tomita4", "aa_star", "aaaa_star",
+                 "abab_star"]:
+        assert T.get(name).published_nope is False, name
+    assert T.get("UF").published_accuracy["APE"][2] == .97
+    assert T.get("majority").published_accuracy["NoPE"] == [1.0, .999, .985]
+
+
+def test_programs_match_their_tasks():
+    for name in PROGRAM_TASKS:
+        t = T.get(name)
+        path = ROOT / t.program
+        assert path.exists(), path
+        text = path.read_text()
+        assert text.startswith("//"), f"{t.program} must open with a comment"
+        assert "correct" in text.split("\n\n")[0].lower() or "correct" in text[:1500].lower(), t.program
+        p = program_of(name)
+        assert p.alphabet == t.alphabet, name
+        assert p.special == t.special, name
+        assert p.output_kind == t.kind, name
+        assert T.task_for_program(t.program) is t
+        assert T.task_for_program(path) is t
+        assert T.task_for_program(str(path)) is t
+    assert T.task_for_program("programs/nonexistent.rasp") is None
+    assert T.task_for_program(T.get("dyck1").program).name == "dyck1"
+
+
+def test_get_unknown_task():
+    with pytest.raises(rasp.RaspError) as e:
+        T.get("NRFrist")
+    assert "NRFirst" in (e.value.hint or "")
+    assert T.get("ur") is T.get("UR")
+
+
+# ============================================================================ samplers and references
+@pytest.mark.parametrize("name", list(T.TASKS))
+def test_sampler_lengths_and_reference(name):
+    t = T.get(name)
+    rng = np.random.default_rng(0)
+    for n in list(t.lengths(1, 40)) + [t.min_length() + 63]:
+        if t.max_length() is not None and n > t.max_length():
+            continue
+        s = t.sample(rng, n)
+        assert len(s.tokens) == n
+        assert all(tok in t.alphabet or tok in t.special for tok in s.tokens)
+        assert "<eos>" not in s.tokens
+        assert t.reference(s.tokens) == s.target
+        assert t.reference(" ".join(s.tokens)) == s.target
+    with pytest.raises(rasp.RaspError):
+        t.sample(rng, t.min_length() - 1)
+
+
+def test_impossible_requests_say_why():
+    rng = np.random.default_rng(0)
+    with pytest.raises(rasp.RaspError) as e:
+        T.get("UF").sample(rng, 30, alphabet=list("abcde"))
+    assert "2..6" in str(e.value) and "distinct" in (e.value.hint or "")
+    with pytest.raises(rasp.RaspError):
+        T.get("UR").sample(rng, 10, alphabet=["a"])
+    with pytest.raises(rasp.RaspError) as e:
+        T.get("parity").sample(rng, 10, alphabet=["a", "b"])
+    assert "fixed alphabet" in str(e.value)
+    with pytest.raises(rasp.RaspError):
+        T.get("UR").sample(rng, 10, alphabet=["a", "a", "b"])
+    with pytest.raises(rasp.RaspError):
+        T.get("UR").sample(rng, 10, alphabet=["a", "<sep>"])
+
+
+def test_references_reject_malformed_inputs():
+    bad = {
+        "UR": ["a b a c <sep> a", "a b c <sep> d", "a b c d"],
+        "NRFirst": ["a b c d e <sep> a"],
+        "UF": ["a b a <sep>", "<sep>"],
+        "sort": ["3 1 3 <sep>"],
+        "majority": ["a b <sep>"],
+        "d2": ["( ( ( )", ") ("],
+        "anbn": ["a b a"],
+        "addition": ["1 0 1"],
+    }
+    for name, inputs in bad.items():
+        for text in inputs:
+            with pytest.raises(rasp.RaspError):
+                T.get(name).reference(text)
+
+
+def test_seed_data_conventions():
+    rng = np.random.default_rng(3)
+    for name in ["UR", "UL"]:
+        for _ in range(200):
+            s = T.get(name).sample(rng, int(rng.integers(5, 60)))
+            ctx, q = s.tokens[:-2], s.tokens[-1]
+            occ = [p for p, x in enumerate(ctx) if x == q]
+            assert len(occ) == 1 and 0 < occ[0] < len(ctx) - 1
+    for name in ["NRFirst", "NLFirst", "NRLast", "NLLast"]:
+        for _ in range(200):
+            n = int(rng.integers(7, 151))
+            s = T.get(name).sample(rng, n)
+            ctx, q = s.tokens[:-2], s.tokens[-1]
+            occ = [p for p, x in enumerate(ctx) if x == q]
+            assert 2 <= len(occ) <= max(2, (n - 1) // 5)
+            assert all(b - a >= 2 for a, b in zip(occ, occ[1:]))  # never adjacent
+            assert 0 < occ[0] and occ[-1] < len(ctx) - 1
+    for name in ["UF", "UB", "sort", "copy_unique"]:
+        s = T.get(name).sample(rng, 151)
+        assert len(set(s.tokens)) == 151
+
+
+def test_predict_samples_mix_members_and_prefixes():
+    rng = np.random.default_rng(0)
+    for name in ["anbn", "d4", "boolean3", "shuffle2", "tomita3"]:
+        ends = [T.get(name).sample(rng, 40).target[-1] for _ in range(60)]
+        complete = sum("<eos>" in e for e in ends)
+        assert 5 <= complete <= 55, (name, complete)
+
+
+def test_dyck1_acceptor_samples_are_balanced_half_the_time():
+    rng = np.random.default_rng(0)
+    labels = [T.get("dyck1").sample(rng, 40).target for _ in range(200)]
+    assert 60 <= sum(labels) <= 140
+
+
+# ============================================================================ programs vs references
+def _bin_samples(name: str, k: int, alphabet=None, seed=0) -> list:
+    t = T.get(name)
+    rng = np.random.default_rng([seed, k])
+    lo, hi = T.BINS[k]
+    lengths = t.lengths(lo, hi, alphabet)
+    if not len(lengths):
+        return []
+    n = N_PER_BIN if not _heavy(name) or alphabet else max(5, N_PER_BIN // 3)
+    return [t.sample(rng, int(rng.choice(lengths)), alphabet) for _ in range(n)]
+
+
+@pytest.mark.parametrize("k", range(len(T.BINS)))
+@pytest.mark.parametrize("name", PROGRAM_TASKS)
+def test_program_agrees_with_reference_per_bin(name, k):
+    samples = _bin_samples(name, k)
+    assert samples
+    outs = program_of(name).run_batch([s.tokens for s in samples])
+    for s, out in zip(samples, outs):
+        assert out == s.target, (name, s.tokens)
+
+
+@pytest.mark.parametrize("size", [2, 26, 62])
+@pytest.mark.parametrize("name", SEED_NAMES)
+def test_seed_tasks_with_other_alphabets(name, size):
+    alphabet = STANDARD_SYMBOLS[:size]
+    t = T.get(name)
+    rng = np.random.default_rng(size)
+    lengths = t.lengths(1, 150, alphabet)
+    if size == 2 and name in ("UF", "UB"):
+        assert list(lengths) == [2, 3]
+    assert len(lengths) > 0
+    samples = [t.sample(rng, int(rng.choice(lengths)), alphabet) for _ in range(20)]
+    samples += [t.sample(rng, lengths[-1], alphabet), t.sample(rng, lengths[0], alphabet)]
+    for s in samples:
+        assert set(s.tokens) <= set(alphabet) | {T.SEP}
+        assert t.reference(s.tokens, alphabet) == s.target
+    if t.program:
+        outs = program_of(name, tuple(alphabet)).run_batch([s.tokens for s in samples])
+        assert outs == [s.target for s in samples]
+
+
+# ---------------------------------------------------------------- hypothesis: lengths up to 500
+def _max_hyp_length(name: str) -> int:
+    mx = T.get(name).max_length()
+    return 500 if mx is None else min(500, mx)
+
+
+@pytest.mark.parametrize("name", PROGRAM_TASKS)
+def test_program_on_hypothesis_samples(name):
+    """Sampled inputs at hypothesis-chosen lengths up to 500 (up to |alphabet| + 1 for the distinct-token
+    tasks, which run here on 26 symbols; the per-bin test covers their 150-symbol vocabulary)."""
+    t = T.get(name)
+    alphabet = tuple(STANDARD_SYMBOLS[:26]) if _heavy(name) else None
+    lo, hi = t.min_length(alphabet), min(500, t.max_length(alphabet) or 500)
+
+    @settings(max_examples=max(5, settings().max_examples // 2))
+    @given(st.integers(lo, hi), st.integers(0, 2**32 - 1))
+    def check(length, seed):
+        s = t.sample(np.random.default_rng(seed), length, alphabet)
+        assert rasp.run(program_of(name, alphabet), s.tokens) == s.target
+
+    check()
+
+
+@st.composite
+def retrieval_inputs(draw, name: str):
+    """Any valid retrieval input, not only the sampler's: the query anywhere (also at the ends of the
+    context) as long as the answer exists; occurrences may be adjacent for the N* tasks."""
+    size = draw(st.sampled_from([2, 3, 26, 62]))
+    alphabet = STANDARD_SYMBOLS[:size]
+    unique = name in ("UR", "UL")
+    right = name in ("UR", "NRFirst")
+    q = draw(st.integers(0, size - 1))
+    others = [k for k in range(size) if k != q]
+    ctx = draw(st.lists(st.sampled_from(others), min_size=1, max_size=300))
+    t = 1 if unique else draw(st.integers(2, 6))
+    for _ in range(t):
+        ctx.insert(draw(st.integers(0, len(ctx))), q)
+    occ = [p for p, x in enumerate(ctx) if x == q]
+    first = occ[0]
+    if right and first == len(ctx) - 1 or not right and first == 0:
+        ctx = ctx + [others[0]] if right else [others[0]] + ctx
+    return alphabet, [alphabet[k] for k in ctx] + [T.SEP, alphabet[q]]
+
+
+@pytest.mark.parametrize("name", ["UR", "UL", "NRFirst", "NLFirst"])
+def test_retrieval_programs_on_any_valid_input(name):
+    @settings(max_examples=max(5, settings().max_examples // 2))
+    @given(retrieval_inputs(name))
+    def check(pair):
+        alphabet, toks = pair
+        target = T.get(name).reference(toks, alphabet)
+        assert program_of(name, tuple(alphabet)).run(toks) == target
+
+    check()
+
+
+PREDICT_TASKS = [n for n in PROGRAM_TASKS if T.get(n).kind == "predict"]
+
+
+@pytest.mark.parametrize("name", PREDICT_TASKS)
+def test_predictors_on_any_valid_prefix(name):
+    """Random valid prefixes up to length 500, built by walking the reference's allowed sets."""
+    t = T.get(name)
+
+    @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=500))
+    def check(choices):
+        toks: list[str] = []
+        for c in choices:
+            allowed = [a for a in (t.reference(toks)[-1] if toks else _first_symbols(name)) if a != T.EOS]
+            if not allowed:
+                break
+            toks.append(allowed[c % len(allowed)])
+        assert rasp.run(program_of(name), toks) == t.reference(toks)
+
+    check()
+
+
+@lru_cache(maxsize=None)
+def _first_symbols(name: str) -> tuple[str, ...]:
+    """The symbols that can start a member (those whose one-symbol prefix is valid)."""
+    t = T.get(name)
+    out = []
+    for a in t.input_symbols():
+        try:
+            t.reference([a])
+            out.append(a)
+        except rasp.RaspError:
+            pass
+    return tuple(out)
+
+
+# ============================================================================ streaming evaluator
+def _random_inputs(program, rng, n=6, max_len=40):
+    return [rng.integers(0, len(program.symbols), size=int(rng.integers(1, max_len))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", PROGRAM_TASKS)
+def test_stream_matches_interpreter_on_task_programs(name):
+    alphabet = tuple(STANDARD_SYMBOLS[:5]) if _heavy(name) or T.get(name).variable_alphabet else None
+    p = program_of(name, alphabet)
+    rng = np.random.default_rng(7)
+    seqs = _random_inputs(p, rng)
+    want = interp.evaluate(p.core, interp.make_batch(seqs))
+    got = stream.evaluate(p, seqs)
+    assert set(got) == set(want)
+    for k in want:
+        assert np.array_equal(np.asarray(want[k]), got[k]), (name, k)
+
+
+def _case_programs():
+    import cases
+
+    out = []
+    for c in cases.CASES:
+        try:
+            p = rasp.parse(c.source)
+        except rasp.RaspError:
+            continue
+        if stream.supports(p):
+            out.append(pytest.param(c.source, id=c.name))
+    return out
+
+
+@pytest.mark.parametrize("source", _case_programs())
+def test_stream_matches_interpreter_on_shared_cases(source):
+    p = rasp.parse(source)
+    rng = np.random.default_rng(11)
+    seqs = _random_inputs(p, rng, n=4, max_len=30)
+    want = interp.evaluate(p.core, interp.make_batch(seqs))
+    got = stream.evaluate(p, seqs)
+    for k in want:
+        assert np.array_equal(np.asarray(want[k]), got[k]), k
+    if p.output_kind == "generate":
+        assert p._generate(seqs, None) == p._generate_reevaluate(seqs, None)
+        assert p._generate(seqs, 3) == p._generate_reevaluate(seqs, 3)
+
+
+def test_stream_guards_windows_periods_and_general():
+    src = """alphabet a b
+X = #[j == i - 2] "a"
+Y = #[i - j <= 3] "b"
+Z = #[(i - j) % 3 == 1] "a"
+W = #[j <= i / 2] "b"
+V = exists[j == i - 1 || (i - j) % 4 == 0] ("a" && X >= 1)
+P[x, y] = #[j == i - 1] Q[x] + #Q[y] - Z
+R[x] = P[x, x] > P["a", x] || sum(y, P[y, x]) >= 3
+S = pos[i % 3 == 2] && any(x, R[x])
+"""
+    p = rasp.parse(src)
+    rng = np.random.default_rng(0)
+    seqs = _random_inputs(p, rng, n=8, max_len=60)
+    want = interp.evaluate(p.core, interp.make_batch(seqs))
+    got = stream.evaluate(p, seqs)
+    for k in want:
+        assert np.array_equal(np.asarray(want[k]), got[k]), k
+
+
+@pytest.mark.parametrize("name", ["UF", "UB", "sort", "copy_unique", "UR", "bin_majority_interleave"])
+def test_stream_generation_equals_reevaluation(name):
+    t = T.get(name)
+    alphabet = tuple(STANDARD_SYMBOLS[:8]) if t.variable_alphabet else None
+    p = program_of(name, alphabet)
+    rng = np.random.default_rng(5)
+    samples = [t.sample(rng, int(n), alphabet) for n in rng.integers(t.min_length(alphabet),
+                                                                        min(9, t.max_length(alphabet) or 30) + 1,
+                                                                        size=12)]
+    seqs = [p.encode(s.tokens) for s in samples]
+    assert p._generate(seqs, None) == p._generate_reevaluate(seqs, None) == [s.target for s in samples]
+
+
+# ============================================================================ symbol comparisons
+def test_symbol_comparisons_in_families():
+    src = """alphabet a b c
+special "<sep>"
+LT[y] = any(z, z < y && exists Q[z])
+EQ[x] = x == "b" || x != x
+ORD[x, y] = x <= y && y != "<sep>"
+output predict LT
+"""
+    p = rasp.parse(src)
+    assert rasp.parse(str(p)) == p
+    core = {d.name: d.expr for d in p.core.defs}
+    assert core["EQ[b]"] == rasp.parse("alphabet b\nE = true || false").core.defs[0].expr
+    values = p.evaluate(["c a"])
+    assert values["LT[a]"].tolist() == [[False, False]]
+    assert values["LT[b]"].tolist() == [[False, True]]
+    assert values["ORD[b,a]"].tolist() == [[False, False]] and values["ORD[a,c]"].tolist() == [[True, True]]
+    for bad in ["alphabet a b\nP[x] = x\noutput predict P", 'alphabet a b\nP[x] = x == "z"\noutput predict P']:
+        with pytest.raises(rasp.RaspError):
+            rasp.parse(bad)
+
+
+# ============================================================================ the CLI
+def test_cli_tasks_json(capsys):
+    assert main(["tasks", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [d["name"] for d in data] == list(T.TASKS)
+    for d in data:
+        t = T.get(d["name"])
+        assert d["program"] == t.program and d["alphabet"] == list(t.alphabet)
+        assert d["published_in_class"] == t.published_in_class and d["citation"] == t.citation
+        assert "<sep>" not in d["alphabet"]
+    by = {d["name"]: d for d in data}
+    assert by["UR"]["published_in_class"] and not by["NRLast"]["published_in_class"]
+    assert not by["NF"]["published_in_class"] and by["UF"]["program"] == "programs/uf.rasp"
+    assert by["parity"]["program"] is None
+
+
+def test_cli_tasks_table(capsys):
+    assert main(["tasks"]) == 0
+    out = capsys.readouterr().out
+    for name in T.TASKS:
+        assert name in out
+    assert "programs/dyck1.cr" in out and "Jobanputra" in out
+
+
+def test_cli_tasks_sample_runs_through_rasp_run(capsys, monkeypatch):
+    assert main(["tasks", "sample", "UR", "--length", "12", "--count", "4", "--seed", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all(len(line.split()) == 12 for line in lines)
+    assert main(["tasks", "sample", "UR", "--length", "12", "--count", "4", "--seed", "3", "--json"]) == 0
+    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [" ".join(o["tokens"]) for o in objs] == lines
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
+    assert main(["run", "programs/ur.rasp" if Path("programs/ur.rasp").exists() else str(ROOT / "programs/ur.rasp"),
+                 "--json"]) == 0
+    outs = [json.loads(line)["output"] for line in capsys.readouterr().out.splitlines()]
+    assert outs == [o["target"] for o in objs]
+
+
+def test_cli_tasks_sample_options(capsys):
+    assert main(["tasks", "sample", "UF", "--length", "5-9", "--count", "5", "--alphabet", "26", "--json"]) == 0
+    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert all(5 <= len(o["tokens"]) <= 9 and o["target"] == o["tokens"][:-1] for o in objs)
+    assert main(["tasks", "sample", "UF", "--length", "40", "--alphabet", "a,b,c"]) == 2
+    assert "distinct" in capsys.readouterr().err
+    assert main(["tasks", "sample", "NRFrist", "--length", "10"]) == 2
+    assert "NRFirst" in capsys.readouterr().err
+    assert main(["tasks", "show", "anbn", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "predict"
