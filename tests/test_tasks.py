@@ -63,7 +63,8 @@ OUT_OF_CLASS = {"NRLast", "NLLast", "NF", "NB", "copy_repeat", "parity", "additi
 def test_published_labels():
     for name, t in T.TASKS.items():
         assert t.published_in_class == (name not in OUT_OF_CLASS), name
-        assert (t.program is None) == (name in OUT_OF_CLASS), name
+        if t.published_in_class:  # out-of-class tasks may carry a RASP-L program (issue 7)
+            assert t.program is not None, name
         if not t.published_in_class:
             assert t.published_nope is False, name
         assert t.source in (T.JOBANPUTRA, T.HUANG)
