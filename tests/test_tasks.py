@@ -344,6 +344,19 @@ def test_stream_matches_interpreter_on_task_programs(name):
         assert np.array_equal(np.asarray(want[k]), got[k]), (name, k)
 
 
+def test_stream_matches_program_evaluate():
+    """The public Program.evaluate (token strings) and the streaming evaluator agree everywhere."""
+    t = T.get("NRFirst")
+    p = program_of("NRFirst", tuple(STANDARD_SYMBOLS[:6]))
+    rng = np.random.default_rng(1)
+    inputs = [t.sample(rng, int(n), p.alphabet).tokens for n in rng.integers(7, 40, size=5)]
+    want = p.evaluate(inputs)
+    got = stream.evaluate(p, [p.encode(x) for x in inputs])
+    assert set(got) == set(want)
+    for k in want:
+        assert np.array_equal(np.asarray(want[k]), got[k]), k
+
+
 def _case_programs():
     import cases
 
