@@ -298,10 +298,7 @@ class Stream:
                 if isinstance(st.form, GuardForm):
                     st.table = far_table(rel, st.form)
             self._counts[key] = st
-        out = st.step(self.i, body)
-        if isinstance(e, A.Exists) and st.rel is None:
-            return out
-        return out
+        return st.step(self.i, body)
 
 
 # ============================================================================ whole inputs

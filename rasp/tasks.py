@@ -39,7 +39,6 @@ an inference from their table, flagged in the statement); None where the papers 
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
