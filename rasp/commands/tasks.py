@@ -72,18 +72,6 @@ HEADER = ["task", "kind", "program", "in class", "NoPE", "source"]
 def print_table(out=None) -> None:
     out = out or sys.stdout
     rows = _rows()
-    if out.isatty():
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title="tasks (in class: in C-RASP[periodic, local] as published; NoPE: in plain C-RASP)")
-        for h in HEADER:
-            table.add_column(h)
-        for r in rows:
-            style = None if r[3] == "yes" else "dim"
-            table.add_row(*r, style=style)
-        Console(file=out).print(table)
-        return
     widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(HEADER)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     print(fmt.format(*HEADER).rstrip(), file=out)
