@@ -102,6 +102,9 @@ class Task:
     _min_length: Callable = field(default=None, repr=False, compare=False)  # alphabet -> int
     _max_length: Callable = field(default=None, repr=False, compare=False)  # alphabet -> int | None
 
+    def __hash__(self) -> int:  # published_accuracy is a dict: hash by name (names are unique)
+        return hash(self.name)
+
     # ------------------------------------------------------------------ alphabet and lengths
     def resolve_alphabet(self, alphabet: Sequence[str] | None = None) -> tuple[str, ...]:
         """The data alphabet to use: the default, or ``alphabet`` where the task allows it."""
