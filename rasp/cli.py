@@ -35,7 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        # argparse cannot take positional tokens after an option (`run P --alphabet 5 a b`): a
+        # command with a `tokens` list gets the leftover non-option words, anything else is an error
+        if extra and isinstance(getattr(args, "tokens", None), list) and not any(x.startswith("-") for x in extra):
+            args.tokens += extra
+        elif extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse: usage errors are user errors (exit 2), --help is 0
         return int(exc.code or 0)
     if not getattr(args, "command", None):
