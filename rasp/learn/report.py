@@ -15,15 +15,16 @@ from pathlib import Path
 POS_KEYS = {"ape": ("APE", "ape"), "rope": ("RoPE", "rope", "ROPE"), "nope": ("NoPE", "nope", "NOPE")}
 
 
-def _program_path(task) -> Path | None:
+ROOT = Path(__file__).resolve().parents[2]  # the repository root (programs/ lives there)
+
+
+def program_path(task) -> Path | None:
+    """The task's program: ``task.program``, or else ``programs/<name>.rasp`` (``.cr``) when the registry
+    lists none (the out-of-class seed tasks have RASP-L programs there), or None."""
     prog = getattr(task, "program", None)
-    if not prog:
-        return None
-    p = Path(prog)
-    if p.exists():
-        return p
-    root = Path(__file__).resolve().parents[2]  # the repository root (programs/ lives there)
-    return root / p if (root / p).exists() else None
+    cands = [Path(prog), ROOT / prog] if prog else []
+    cands += [ROOT / "programs" / f"{task.name.lower()}{ext}" for ext in (".rasp", ".cr")]
+    return next((p for p in cands if p.is_file()), None)
 
 
 def checker_verdict(task) -> tuple[str, str]:
@@ -32,7 +33,7 @@ def checker_verdict(task) -> tuple[str, str]:
         from .. import checker  # noqa: PLC0415 - optional, written separately
     except ImportError:
         return "n/a", "n/a"
-    path = _program_path(task)
+    path = program_path(task)
     if path is None:
         return "n/a (no program)", "n/a"
     try:
@@ -70,9 +71,11 @@ def report_rows(results: list[dict], tasks: dict | None = None) -> list[dict]:
     for r in results:
         task = (tasks or {}).get(r["task"])
         frag, guar = checker_verdict(task) if task is not None else ("n/a", "n/a")
+        prog = program_path(task) if task is not None else None
         pos = r["config"]["positional"]
         rows.append({
             "task": r["task"], "fragment": frag, "guarantee": guar,
+            "program": None if prog is None else (str(prog.relative_to(ROOT)) if prog.is_relative_to(ROOT) else str(prog)),
             "published": published_label(r.get("published_in_class")),
             "in_class": r.get("published_in_class"),
             "published_acc": published_bins(r, pos), "measured_acc": r["mean_acc"],
@@ -96,13 +99,13 @@ def markdown(rows: list[dict]) -> str:
         return "(no results)\n"
     labels = " / ".join(rows[0]["bin_labels"])
     pos = rows[0]["positional"].upper()
-    head = (f"| task | checker fragment | guarantee | published | published acc {pos} ({labels}) "
-            f"| measured acc ({labels}) | successful seeds | steps |\n|---|---|---|---|---|---|---|---|\n")
+    head = (f"| task | program | checker fragment | guarantee | published | published acc {pos} ({labels}) "
+            f"| measured acc ({labels}) | successful seeds | steps |\n|---|---|---|---|---|---|---|---|---|\n")
     lines = []
     for r in rows:
         n = len(r["bin_labels"])
         meas = _bins_cell(r["measured_acc"], n) + (" (no seed reached 100% in-distribution)" if r["all_failed"] else "")
-        lines.append(f"| {r['task']} | {r['fragment']} | {r['guarantee']} | {r['published']} | "
+        lines.append(f"| {r['task']} | {r['program'] or 'none'} | {r['fragment']} | {r['guarantee']} | {r['published']} | "
                      f"{_bins_cell(r['published_acc'], n)} | {meas} | {r['seeds']} | "
                      f"{', '.join(str(s) for s in r['steps'])} |")
     return head + "\n".join(lines) + "\n"
