@@ -1,0 +1,318 @@
+"""The public API: ``compile(program) -> CompiledModel``, ``CompiledModel.run/save``, ``load(dir)``.
+
+Files written by :meth:`CompiledModel.save` (read by :func:`load`, which never unpickles):
+
+* ``model.safetensors``: every weight tensor W as two tensors, ``W.indices`` (its nonzero
+  coordinates, int64, shape (ndim, nnz)) and ``W.values`` (float64); the dense shape of W follows
+  from the architecture in config.json;
+* ``config.json``: format and compiler version, the architecture (layers, heads with their kind,
+  offset and label, sign and MLP widths), the residual labels and encodings, the alphabet and
+  special tokens, the output kind, the source program text, the size, and the SHA-256 of the
+  weights file (so a corrupted or replaced file is an error, not a silently different model).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+
+from rasp.errors import RaspError
+from rasp.program import Program, default_max_new, load as load_program, parse
+from rasp.rewrite import rewrite_core
+
+from .alloc import allocate
+from .graph import build_graph
+from .model import CompiledTransformer, resolve_device, resolve_dtype
+from .plan import plan_layers
+from .weights import build_weights
+
+COMPILER_VERSION = "0.1.0"
+FORMAT = "rasp-compiled-transformer"
+FORMAT_VERSION = 1
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+
+#: inputs are run in chunks of about this many tokens (batch x length)
+CHUNK_TOKENS = 1 << 21
+
+
+def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = None) -> "CompiledModel":  # noqa: A001
+    """Compile a C-RASP[periodic, local] program (a :class:`rasp.Program` or a path) into a
+    transformer. Programs outside the class raise a :class:`RaspError` naming the offending span."""
+    if not isinstance(program, Program):
+        program = load_program(program)
+    if alphabet is not None:
+        program = program.with_alphabet(tuple(alphabet))
+    t0 = time.perf_counter()
+    try:
+        graph = build_graph(rewrite_core(program.core))
+    except RaspError as exc:
+        raise exc.located(program.source, program.filename) from None
+    plan = plan_layers(graph)
+    alloc = allocate(plan)
+    arch, tensors = build_weights(plan, alloc)
+    for spec, layer in zip(arch["layers"], plan.layers):
+        for h, node in zip(spec["heads"], layer.heads):
+            h["label"] = graph.nodes[node].label
+            h["dim"] = alloc.index[node]
+    module = CompiledTransformer(arch, tensors)
+    seconds = time.perf_counter() - t0
+    definitions = {}
+    for name, how in graph.definitions.items():
+        if " node " in how:
+            node = int(how.rsplit(" ", 1)[1])
+            how = how.replace(f"node {node}", f"dim {alloc.index[node]}")
+        definitions[name] = how
+    config = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "compiler_version": COMPILER_VERSION,
+        "program": {
+            "source": program.source if program.source is not None else str(program),
+            "filename": program.filename,
+            "alphabet": list(program.alphabet),
+            "special": list(program.special),
+        },
+        "symbols": list(program.symbols),
+        "output": {"kind": program.output_kind, "names": [n for n, _ in graph.outputs]},
+        "architecture": arch,
+        "residual": [{"index": k, "label": lab, "encoding": enc}
+                     for k, (lab, enc) in enumerate(zip(alloc.labels, alloc.encodings))],
+        "definitions": definitions,
+        "size": {
+            "layers": len(plan.layers),
+            "heads": plan.n_heads,
+            "d_model": alloc.d_model,
+            "mlp_width": plan.mlp_width,
+            "sign_width": plan.sign_width,
+            "parameters": int(sum(int(np.prod(shape)) for shape, _, _ in tensors.values())),
+            "nonzero": int(sum(len(vals) for _, _, vals in tensors.values())),
+        },
+    }
+    return CompiledModel(config, module, program, compile_seconds=seconds)
+
+
+class CompiledModel:
+    """A compiled program: the transformer (float64 master weights on CPU), its configuration and
+    the source program (for encoding tokens and for checking against the interpreter)."""
+
+    def __init__(self, config: dict, module: CompiledTransformer, program: Program | None = None,
+                 compile_seconds: float | None = None) -> None:
+        self.config = config
+        self.module = module
+        self._program = program
+        self.compile_seconds = compile_seconds
+        self._casts: dict = {}
+
+    # ------------------------------------------------------------------ description
+    @property
+    def program(self) -> Program:
+        if self._program is None:
+            p = self.config["program"]
+            self._program = parse(p["source"], filename=p.get("filename"), alphabet=p["alphabet"])
+        return self._program
+
+    @property
+    def kind(self) -> str:
+        return self.config["output"]["kind"]
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        return tuple(self.config["symbols"])
+
+    @property
+    def alphabet(self) -> tuple[str, ...]:
+        return tuple(self.config["program"]["alphabet"])
+
+    @property
+    def size(self) -> dict:
+        return dict(self.config["size"])
+
+    @property
+    def residual_labels(self) -> list[str]:
+        return [r["label"] for r in self.config["residual"]]
+
+    def summary(self) -> str:
+        s = self.size
+        return (f"{s['layers']} layers, {s['heads']} heads, d_model {s['d_model']}, MLP width {s['mlp_width']}, "
+                f"sign width {s['sign_width']}, {s['parameters']} parameters ({s['nonzero']} nonzero)")
+
+    def __repr__(self) -> str:
+        return f"CompiledModel({self.kind}: {self.summary()})"
+
+    # ------------------------------------------------------------------ running
+    def model(self, device=None, dtype="float32") -> CompiledTransformer:
+        """The transformer on ``device`` (``auto``: CUDA when present) in ``dtype`` (cached)."""
+        dev, dt = resolve_device(device or "cpu"), resolve_dtype(dtype)
+        key = (str(dev), dt)
+        if key not in self._casts:
+            self._casts[key] = self.module.cast(dev, dt)
+        return self._casts[key]
+
+    def encode(self, tokens) -> list[int]:
+        return [int(x) for x in self.program.encode(tokens)]
+
+    def outputs(self, inputs: Sequence, *, device=None, dtype="float32", backend: str = "auto") -> list[np.ndarray]:
+        """The output bools at every position: one (n_i, n_outputs) array per input."""
+        m = self.model(device, dtype)
+        seqs = [self.encode(t) for t in inputs]
+        out: list = [None] * len(seqs)
+        order = sorted(range(len(seqs)), key=lambda r: len(seqs[r]))
+        chunk: list[int] = []
+
+        def flush():
+            if not chunk:
+                return
+            n = max(len(seqs[r]) for r in chunk)
+            ids = torch.zeros((len(chunk), n), dtype=torch.long)
+            for k, r in enumerate(chunk):
+                ids[k, : len(seqs[r])] = torch.as_tensor(seqs[r], dtype=torch.long)
+            res = m(ids.to(m.device), backend).cpu().numpy()
+            for k, r in enumerate(chunk):
+                out[r] = res[k, : len(seqs[r])]
+            chunk.clear()
+
+        for r in order:
+            if chunk and (len(chunk) + 1) * len(seqs[r]) > CHUNK_TOKENS:
+                flush()
+            chunk.append(r)
+        flush()
+        return out
+
+    def run(self, tokens, *, max_new: int | None = None, device=None, dtype="float32", backend: str = "auto"):
+        """The output value for one input, as :func:`rasp.run` returns it."""
+        return self.run_batch([tokens], max_new=max_new, device=device, dtype=dtype, backend=backend)[0]
+
+    def run_batch(self, inputs: Sequence, *, max_new: int | None = None, device=None, dtype="float32",
+                  backend: str = "auto") -> list:
+        kind = self.kind
+        if kind == "generate":
+            seqs = [self.encode(t) for t in inputs]
+            limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+            m = self.model(device, dtype)
+            gen = m.generate(seqs, limits, backend)
+            return [[self.symbols[k] for k in g] for g in gen]
+        outs = self.outputs(inputs, device=device, dtype=dtype, backend=backend)
+        if kind == "accept":
+            return [bool(o[-1, 0]) for o in outs]
+        return [[[self.alphabet[k] for k in np.flatnonzero(row)] for row in o] for o in outs]
+
+    def residual(self, tokens, *, device=None, dtype="float64", backend: str = "auto") -> np.ndarray:
+        """The final residual stream for one input: (n + 1, d_model), BOS first; columns are
+        labelled by :attr:`residual_labels`."""
+        m = self.model(device, dtype)
+        ids = torch.as_tensor([self.encode(tokens)], dtype=torch.long, device=m.device)
+        with torch.no_grad():
+            return m.residual(ids, backend)[0].to(torch.float64).cpu().numpy()
+
+    # ------------------------------------------------------------------ files
+    def save(self, directory: str | Path) -> Path:
+        from safetensors.torch import save_file
+
+        path = Path(directory)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            tensors = {}
+            for k, (_, idx, vals) in self.module.weights().items():
+                tensors[k + ".indices"] = idx.detach().to("cpu", torch.int64).contiguous()
+                tensors[k + ".values"] = vals.detach().to("cpu", torch.float64).contiguous()
+            save_file(tensors, str(path / WEIGHTS_FILE), metadata={"format": FORMAT})
+            digest = hashlib.sha256((path / WEIGHTS_FILE).read_bytes()).hexdigest()
+            config = dict(self.config, weights_sha256=digest)
+            (path / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n")
+        except OSError as exc:
+            raise RaspError(f"cannot write the model to {path}: {exc.strerror or exc}") from None
+        self.config = config
+        return path
+
+
+def expected_shapes(arch: dict) -> dict[str, tuple[int, ...]]:
+    """Every tensor a model with this architecture has, and its shape."""
+    d = int(arch["d_model"])
+    shapes = {"embed.token": (int(arch["n_symbols"]) + 1, d), "readout.W_U": (int(arch["n_outputs"]), d)}
+    for M in arch["periods"]:
+        shapes[f"embed.periodic_{int(M)}"] = (int(M), d)
+    for l, spec in enumerate(arch["layers"]):
+        H, k, h = len(spec["heads"]), int(spec["sign"]), int(spec["mlp"])
+        p = f"layers.{l}."
+        shapes.update({p + "attn.W_Q": (H, d), p + "attn.W_K": (H, d), p + "attn.W_V": (H, d),
+                       p + "attn.W_O": (d, H), p + "sign.W_in": (k, d), p + "sign.gamma": (k,),
+                       p + "sign.beta": (k,), p + "sign.W_out": (d, k), p + "mlp.W_1": (h, d),
+                       p + "mlp.W_2": (d, h)})
+    return shapes
+
+
+def load(directory: str | Path) -> CompiledModel:
+    """Load a model written by :meth:`CompiledModel.save` (safetensors + JSON; nothing is unpickled).
+    Anything missing, corrupted or foreign is a :class:`RaspError`."""
+    from safetensors.torch import load_file
+
+    path = Path(directory)
+    where = str(path)
+    if not path.is_dir():
+        raise RaspError(f"{where}: not a directory with a compiled model",
+                        hint="write one with: rasp compile PROGRAM -o DIR")
+    cfg_file, w_file = path / CONFIG_FILE, path / WEIGHTS_FILE
+    for f in (cfg_file, w_file):
+        if not f.is_file():
+            raise RaspError(f"{where}: {f.name} is missing", hint="write the model with: rasp compile PROGRAM -o DIR")
+    try:
+        config = json.loads(cfg_file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RaspError(f"{cfg_file}: not readable JSON ({exc})") from None
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        raise RaspError(f"{cfg_file}: not a compiled rasp model (format {config.get('format') if isinstance(config, dict) else None!r})",
+                        hint="write one with: rasp compile PROGRAM -o DIR")
+    if int(config.get("format_version", 0)) > FORMAT_VERSION:
+        raise RaspError(f"{cfg_file}: format version {config.get('format_version')} is newer than this compiler "
+                        f"reads ({FORMAT_VERSION})")
+    data = w_file.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if config.get("weights_sha256") and config["weights_sha256"] != digest:
+        raise RaspError(f"{w_file}: the weights do not match config.json (corrupted or replaced): "
+                        f"sha256 {digest[:16]}..., expected {config['weights_sha256'][:16]}...")
+    try:
+        tensors = load_file(str(w_file))
+    except Exception as exc:  # noqa: BLE001 - safetensors raises several types for bad files
+        raise RaspError(f"{w_file}: not a readable safetensors file ({type(exc).__name__}: {exc})") from None
+    try:
+        arch = config["architecture"]
+        shapes = expected_shapes(arch)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RaspError(f"{cfg_file}: the architecture is incomplete ({exc})") from None
+    names = {k.rsplit(".", 1)[0] for k in tensors}
+    missing = sorted(set(shapes) - names)
+    extra = sorted(names - set(shapes)) + sorted(k for k in tensors if not k.endswith((".indices", ".values")))
+    if missing or extra:
+        raise RaspError(f"{w_file}: tensors do not match the architecture "
+                        f"(missing: {', '.join(missing[:3]) or '-'}; unexpected: {', '.join(extra[:3]) or '-'})")
+    weights = {}
+    for k, shape in shapes.items():
+        idx, vals = tensors.get(k + ".indices"), tensors.get(k + ".values")
+        if idx is None or vals is None:
+            raise RaspError(f"{w_file}: tensor {k} lacks its indices or values")
+        ok = (idx.dtype == torch.int64 and vals.dtype == torch.float64 and idx.dim() == 2
+              and idx.shape[0] == len(shape) and vals.dim() == 1 and idx.shape[1] == vals.shape[0])
+        if ok and vals.numel():
+            ok = bool((idx >= 0).all()) and all(int(idx[a].max()) < shape[a] for a in range(len(shape)))
+        if not ok:
+            raise RaspError(f"{w_file}: tensor {k} is malformed (indices {tuple(idx.shape)} {idx.dtype}, values "
+                            f"{tuple(vals.shape)} {vals.dtype}; expected coordinates into shape {shape} and float64)")
+        if not torch.isfinite(vals).all():
+            raise RaspError(f"{w_file}: tensor {k} has non-finite values")
+        weights[k] = (shape, idx, vals)
+    tensors = weights
+    module = CompiledTransformer(arch, tensors)
+    model = CompiledModel(config, module)
+    try:
+        model.program  # noqa: B018 - parse the source now so that a broken config fails here
+    except RaspError as exc:
+        raise RaspError(f"{cfg_file}: the stored program does not parse: {exc.message}") from None
+    if tuple(model.program.symbols) != model.symbols:
+        raise RaspError(f"{cfg_file}: the stored program's symbols do not match the model's")
+    return model

@@ -1,0 +1,436 @@
+"""Exact Boolean forms over 0/1 residual features, and the ReLU gates that materialize them.
+
+**Literals.** A *literal* is ``(node, negated)``: the value of a residual dimension that holds an
+exact bool (0 or 1 at real positions, 0 at BOS), or its negation ``real - x`` (also 0 at BOS, since
+``real`` is 0 there). ``(REAL, False)`` is the constant true, ``(REAL, True)`` the constant false;
+both are literals too.
+
+**Threshold terms.** ``Thr`` is ``[sum_k w_k l_k >= theta]`` with positive integer weights over
+literals of distinct nodes and ``1 <= theta <= W = sum_k w_k`` (anything else is a constant and
+is folded by :func:`make_thr`). Such a term is computed **exactly** by a ReLU MLP on 0/1 inputs::
+
+    z = sum_k w_k l_k - theta * one           (an integer at every real position)
+    [z >= 0] = relu(z + 1) - relu(z)           (exactly 0 or 1)
+
+and by the single neuron ``relu(z + 1)`` when ``theta = W`` (a conjunction: z + 1 <= 1). At BOS all
+literals are 0, so z = -theta <= -1 and both neurons are 0: the result is 0 at BOS, as every bool
+must be. ``one = bos + real`` is 1 everywhere (the MLP has no bias). Weights are capped at
+:data:`WEIGHT_CAP` so every preactivation is an integer of at most 8 bits and stays exact even in
+bfloat16 (8-bit significand).
+
+**Forms.** A ``Form`` is a sum of *mutually exclusive* threshold terms (at most one is 1 at any
+position), optionally negated: ``value = sum_k T_k`` or ``real - sum_k T_k``. A sum of exclusive
+0/1 terms is itself 0/1, so a form is materialized by one MLP sublayer: the neurons of all its
+terms, plus ``relu(real) = real`` for a negated form. Forms combine *without* materializing when
+the result is again a form:
+
+* ``not``: flip the negation (a single term flips its literals: ``not [w.x >= theta] =
+  [w.(not x) >= W - theta + 1]``);
+* ``and`` of two terms when one is a conjunction of m literals (all weights 1, theta = m):
+  ``[W_U * sum_{l in T} l + w_U.x >= W_U * m + theta_U]`` (if some l of T is 0 the left side is at
+  most W_U (m - 1) + W_U < W_U m + theta_U; if all are 1 it is U). ``and`` distributes over the
+  exclusive sums; ``or`` is ``not and not``; the ``or`` of two sums whose terms are pairwise exclusive
+  (different token symbols, disjoint residue classes, x and not x) is their concatenation;
+* a conditional ``a if t else b`` is the exclusive sum of ``t and a`` and ``(not t) and b``;
+* anything else over at most :data:`TABLE_LITERALS` distinct nodes becomes a truth table: the
+  exclusive sum of its minterms (each a conjunction), or the negation of the sum of its false
+  minterms, whichever is shorter.
+
+When none applies, the operand whose literals are ready first is materialized (an MLP gate, the
+builder's :meth:`Context.materialize`), which turns it into a literal, and the combination is retried
+(an ``and`` with a literal always succeeds).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Callable, Protocol
+
+BOS, REAL = 0, 1  # node ids of the two flag features
+
+#: the largest total weight of a threshold term (keeps preactivations exact in bfloat16)
+WEIGHT_CAP = 128
+#: the most terms a conjunction may distribute into (a product of two sums)
+PRODUCT_CAP = 64
+#: the most exclusive terms a form keeps before an operand is materialized
+TERM_CAP = 4096
+#: a combination that fails otherwise becomes a truth table over at most this many nodes
+TABLE_LITERALS = 4
+
+Lit = tuple  # (node id, negated)
+TRUE_LIT: Lit = (REAL, False)
+FALSE_LIT: Lit = (REAL, True)
+
+
+def flip(l: Lit) -> Lit:
+    return (l[0], not l[1])
+
+
+def lit_lin(l: Lit, coeff=1) -> dict:
+    """The value of a literal as a linear form over nodes: ``x`` or ``real - x``."""
+    n, neg = l
+    if n == REAL:
+        return {} if neg else {REAL: coeff}
+    return {REAL: coeff, n: -coeff} if neg else {n: coeff}
+
+
+# ----------------------------------------------------------------------------- threshold terms
+class Thr:
+    """``[sum w * l >= theta]`` over literals of distinct nodes, 1 <= theta <= W. Immutable; the
+    derived quantities and the hash are computed once."""
+
+    __slots__ = ("lits", "theta", "W", "conj", "_hash", "_required")
+
+    def __init__(self, lits: tuple, theta: int) -> None:
+        self.lits = lits  # ((lit, weight), ...) sorted
+        self.theta = theta
+        self.W = sum(w for _, w in lits)
+        self.conj = all(self.W - w < theta for _, w in lits)  # every literal must hold
+        self._hash = hash((lits, theta))
+        self._required = None
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Thr) and self._hash == other._hash and self.lits == other.lits and self.theta == other.theta
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Thr({self.lits}, {self.theta})"
+
+    def required(self) -> tuple:
+        """Literals without which the term cannot hold."""
+        if self._required is None:
+            self._required = tuple(l for l, w in self.lits if self.W - w < self.theta)
+        return self._required
+
+    def nodes(self) -> set:
+        return {l[0] for l, _ in self.lits}
+
+    def eval(self, assign: dict) -> bool:
+        return sum(w * (assign[l[0]] ^ int(l[1])) for l, w in self.lits) >= self.theta
+
+
+def make_thr(weights: dict, theta: int):
+    """``[sum w * l >= theta]`` for any integer weights (negative allowed, literals may repeat a node
+    or be constants), normalized to a :class:`Thr`, or a bool when it is constant at real positions."""
+    const = 0
+    coef: dict[int, int] = {}
+    for (n, neg), w in weights.items():
+        if w == 0:
+            continue
+        if n == REAL:
+            const += 0 if neg else w
+            continue
+        if neg:  # w * (1 - x)
+            const += w
+            coef[n] = coef.get(n, 0) - w
+        else:
+            coef[n] = coef.get(n, 0) + w
+    theta = theta - const
+    terms = {}
+    for n, c in coef.items():
+        if c > 0:
+            terms[(n, False)] = c
+        elif c < 0:  # c * x = |c| (1 - x) - |c|
+            terms[(n, True)] = -c
+            theta += -c
+    W = sum(terms.values())
+    if theta <= 0:
+        return True
+    if theta > W:
+        return False
+    terms = {l: min(w, theta) for l, w in terms.items()}
+    g = 0
+    for w in terms.values():
+        g = math.gcd(g, w)
+    if g > 1:
+        terms = {l: w // g for l, w in terms.items()}
+        theta = -(-theta // g)
+    # a conjunction: unit weights
+    W = sum(terms.values())
+    if all(W - w < theta for w in terms.values()):
+        terms = {l: 1 for l in terms}
+        theta = len(terms)
+    return Thr(tuple(sorted(terms.items())), theta)
+
+
+def not_thr(t: Thr):
+    return make_thr({flip(l): w for l, w in t.lits}, t.W - t.theta + 1)
+
+
+def and_thr(t: Thr, u: Thr):
+    """The conjunction as one threshold term, or None when neither is a conjunction (or the weights
+    would exceed the cap)."""
+    if not t.conj and u.conj:
+        t, u = u, t
+    if not t.conj:
+        return None
+    Wu = u.W
+    weights: dict = {}
+    for l, _ in t.lits:
+        weights[l] = weights.get(l, 0) + Wu
+    for l, w in u.lits:
+        weights[l] = weights.get(l, 0) + w
+    r = make_thr(weights, Wu * len(t.lits) + u.theta)
+    if isinstance(r, Thr) and r.W > WEIGHT_CAP:
+        return None
+    return r
+
+
+# ----------------------------------------------------------------------------- forms
+class Form:
+    """``sum(terms)`` (or ``real - sum(terms)`` when ``neg``), the terms mutually exclusive."""
+
+    __slots__ = ("terms", "neg", "_hash", "_nodes")
+
+    def __init__(self, terms: tuple = (), neg: bool = False) -> None:
+        self.terms = terms
+        self.neg = neg
+        self._hash = hash((terms, neg))
+        self._nodes = None
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, Form) and self._hash == other._hash and self.neg == other.neg
+                and self.terms == other.terms)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Form({self.terms}, neg={self.neg})"
+
+    def nodes(self) -> set:
+        if self._nodes is None:
+            out = set()
+            for t in self.terms:
+                out.update(l[0] for l, _ in t.lits)
+            self._nodes = frozenset(out)
+        return self._nodes
+
+    def eval(self, assign: dict) -> bool:
+        v = any(t.eval(assign) for t in self.terms)
+        return (not v) if self.neg else v
+
+
+TRUE = Form((), True)
+FALSE = Form((), False)
+
+
+def lit_form(l: Lit) -> Form:
+    if l == TRUE_LIT:
+        return TRUE
+    if l == FALSE_LIT:
+        return FALSE
+    return Form((Thr(((l, 1),), 1),))
+
+
+def thr_form(t) -> Form:
+    if t is True:
+        return TRUE
+    if t is False:
+        return FALSE
+    return Form((t,))
+
+
+def as_lit(f: Form):
+    """The literal a form is (no gate needed), or None."""
+    if f == TRUE:
+        return TRUE_LIT
+    if f == FALSE:
+        return FALSE_LIT
+    if len(f.terms) == 1 and len(f.terms[0].lits) == 1:
+        (l, _), = f.terms[0].lits
+        return flip(l) if f.neg else l
+    return None
+
+
+def norm(f: Form) -> Form:
+    """A negated single term becomes the (non-negated) flipped term."""
+    if f.neg and len(f.terms) == 1:
+        return thr_form(not_thr(f.terms[0]))
+    return f
+
+
+def f_not(f: Form) -> Form:
+    return norm(Form(f.terms, not f.neg))
+
+
+class Context(Protocol):
+    def slot_of(self, node: int) -> int: ...
+    def exclusive(self, a: Lit, b: Lit) -> bool: ...
+    def materialize(self, f: Form) -> Lit: ...
+    def forms_exclusive(self, f: Form, g: Form) -> bool: ...
+
+
+def ready(ctx: Context, f: Form) -> int:
+    return max((ctx.slot_of(n) for n in f.nodes()), default=-1)
+
+
+def terms_exclusive(ctx: Context, t: Thr, u: Thr) -> bool:
+    return any(ctx.exclusive(a, b) for a in t.required() for b in u.required())
+
+
+def _try_and(ctx: Context, f: Form, g: Form):
+    if f.neg and not g.neg:
+        f, g = g, f
+    if not f.neg and not g.neg:
+        if len(f.terms) * len(g.terms) > max(PRODUCT_CAP, len(f.terms), len(g.terms)):
+            return None
+        terms = []
+        for t in f.terms:
+            for u in g.terms:
+                r = and_thr(t, u)
+                if r is None:
+                    return None
+                if r is True:
+                    return TRUE
+                if r is not False:
+                    terms.append(r)
+        return Form(tuple(terms))
+    if not f.neg and g.neg:  # f and not(sum U) = sum_t (t and not u_1 and not u_2 ...)
+        if len(f.terms) * max(1, len(g.terms)) > max(PRODUCT_CAP, len(f.terms)):
+            return None
+        terms = []
+        for t in f.terms:
+            r = t
+            for u in g.terms:
+                nu = not_thr(u)
+                if nu is False:
+                    r = False
+                    break
+                if nu is True:
+                    continue
+                r = and_thr(r, nu)
+                if r is None:
+                    return None
+                if r is False or r is True:
+                    break
+            if r is True:
+                return TRUE
+            if r is not False:
+                terms.append(r)
+        return Form(tuple(terms))
+    # both negated: not A and not B = not (A or B), a sum when A's and B's terms are exclusive
+    if len(f.terms) + len(g.terms) > TERM_CAP:
+        return None
+    if ctx.forms_exclusive(f, g):
+        return Form(f.terms + g.terms, True)
+    return None
+
+
+def truth_table(fn: Callable[[dict], bool], nodes) -> Form:
+    """The function ``fn`` of the given nodes as an exclusive sum of minterms (or its negation)."""
+    nodes = sorted(nodes)
+    true_pts, false_pts = [], []
+    for bits in itertools.product((0, 1), repeat=len(nodes)):
+        a = dict(zip(nodes, bits))
+        (true_pts if fn(a) else false_pts).append(bits)
+    if not false_pts:
+        return TRUE
+    if not true_pts:
+        return FALSE
+
+    def minterm(bits):
+        return make_thr({(n, not b): 1 for n, b in zip(nodes, bits)}, len(nodes))
+
+    if len(true_pts) <= len(false_pts) + 1:
+        return norm(Form(tuple(minterm(b) for b in true_pts)))
+    return norm(Form(tuple(minterm(b) for b in false_pts), True))
+
+
+def f_and(ctx: Context, f: Form, g: Form) -> Form:
+    if f == FALSE or g == FALSE:
+        return FALSE
+    if f == TRUE:
+        return g
+    if g == TRUE:
+        return f
+    f, g = norm(f), norm(g)
+    r = _try_and(ctx, f, g)
+    if r is not None:
+        return r
+    nodes = f.nodes() | g.nodes()
+    if len(nodes) <= TABLE_LITERALS:
+        return truth_table(lambda a: f.eval(a) and g.eval(a), nodes)
+    # materialize the operand that is ready first (a literal already is)
+    cands = [x for x in (f, g) if as_lit(x) is None]
+    m = min(cands, key=lambda x: (ready(ctx, x), -len(x.nodes())))
+    lf = lit_form(ctx.materialize(m))
+    return f_and(ctx, lf, g) if m is f else f_and(ctx, f, lf)
+
+
+def f_or(ctx: Context, f: Form, g: Form) -> Form:
+    if f == TRUE or g == TRUE:
+        return TRUE
+    if f == FALSE:
+        return g
+    if g == FALSE:
+        return f
+    f, g = norm(f), norm(g)
+    if (not f.neg and not g.neg and len(f.terms) + len(g.terms) <= TERM_CAP
+            and ctx.forms_exclusive(f, g)):
+        return Form(f.terms + g.terms)  # an or of exclusive sums is their sum
+    return f_not(f_and(ctx, f_not(f), f_not(g)))
+
+
+def f_cond(ctx: Context, t: Form, a: Form, b: Form) -> Form:
+    """``a if t else b``: the exclusive sum of ``t and a`` and ``not t and b``."""
+    if t == TRUE:
+        return a
+    if t == FALSE:
+        return b
+    if a == b:
+        return a
+    t = norm(t)
+    if t.neg or len(t.terms) != 1:
+        t = lit_form(ctx.materialize(t))
+    x = f_and(ctx, t, a)
+    y = f_and(ctx, f_not(t), b)
+    if not x.neg and not y.neg and len(x.terms) + len(y.terms) <= TERM_CAP:
+        return norm(Form(x.terms + y.terms))
+    nodes = x.nodes() | y.nodes()
+    if len(nodes) <= TABLE_LITERALS:
+        return truth_table(lambda s: x.eval(s) or y.eval(s), nodes)
+    return f_or(ctx, x, y)
+
+
+# ----------------------------------------------------------------------------- gates
+def gate_neurons(f: Form) -> list[tuple[dict, int]]:
+    """The hidden neurons that compute a form: (preactivation as a linear form over nodes, output
+    coefficient). The output ``sum_k coeff_k relu(pre_k)`` is exactly the form's 0/1 value, and 0 at
+    BOS (see the module docstring)."""
+    sign = -1 if f.neg else 1
+    out: list[tuple[dict, int]] = []
+    for t in f.terms:
+        z: dict = {}
+        for l, w in t.lits:
+            for n, c in lit_lin(l, w).items():
+                z[n] = z.get(n, 0) + c
+        z1 = dict(z)  # z + 1 = sum w l - (theta - 1) * one
+        for n in (BOS, REAL):
+            z1[n] = z1.get(n, 0) - (t.theta - 1)
+        out.append((z1, sign))
+        if not t.conj:
+            z0 = dict(z)
+            for n in (BOS, REAL):
+                z0[n] = z0.get(n, 0) - t.theta
+            out.append((z0, -sign))
+    if f.neg:
+        out.append(({REAL: 1}, 1))
+    return [({n: c for n, c in pre.items() if c != 0}, c) for pre, c in out]
+
+
+def form_text(f: Form, name: Callable[[Lit], str]) -> str:
+    """A readable rendering of a form (for labels)."""
+    def term(t: Thr) -> str:
+        if t.conj:
+            return " && ".join(name(l) for l, _ in t.lits)
+        if t.theta == 1:
+            return "(" + " || ".join(name(l) for l, _ in t.lits) + ")"
+        return "[" + " + ".join((f"{w}*" if w != 1 else "") + name(l) for l, w in t.lits) + f" >= {t.theta}]"
+
+    if not f.terms:
+        return "true" if f.neg else "false"
+    body = " | ".join(term(t) for t in f.terms)
+    return f"!({body})" if f.neg else body

@@ -1,0 +1,575 @@
+"""Pass 1: a C-RASP[periodic, local] core program in normal form -> the operation graph.
+
+The input is the core program after :func:`rasp.rewrite.rewrite_core`: every count is ``#P`` or
+``#[j == i - d] P`` and every ``pos[...]`` is periodic. Anything else (a guard the rewrite could
+not normalize, a ``pos[...]`` that is not periodic, RASP-L operations) is a :class:`RaspError`
+located at its span.
+
+The graph is a list of **nodes** in topological order; each node is one residual dimension:
+
+==========  =====================================================================================
+kind        value at position t (t = 0 is BOS; input position p = t - 1)
+==========  =====================================================================================
+bos, real   1 at BOS / 1 at every other position (embedding flags; ``one = bos + real``)
+token       1 where the token is ``symbol`` (embedding)
+periodic    1 where p mod M is in ``residues`` (periodic positional embedding, 0 at BOS)
+local       the literal ``value`` at t - d, or at BOS (0) when t - d <= 0 (a local head)
+uniform     the average of ``value`` over positions 0..t (a uniform head; a ``frac`` dimension)
+sign        ``[input > 0]`` (a sign group)
+gate        ``sum_k c_k relu(pre_k)`` (MLP neurons computing a Boolean form, see :mod:`.boolean`)
+==========  =====================================================================================
+
+**Comparisons.** Counts never get their own dimension: in C-RASP a count is consumed only by
+comparisons, so every comparison is pushed down to atoms ``[E >= 0]`` with E a linear combination
+of counts (``L < R`` is ``R - L - 1 >= 0``; ``==`` two atoms; ``min``/``max``/count conditionals
+are moved out of E: ``X + min(a, b) >= 0`` iff both ``X + a >= 0`` and ``X + b >= 0``;
+``X + (a if t else b) >= 0`` is ``(X + a >= 0) if t else (X + b >= 0)``, and a periodic test already
+fixed by the residues chosen on the way is decided, so the M branches of a rewritten periodic guard
+do not multiply). A linear atom ``E = F + I + c`` has a uniform part ``F = sum_k a_k #P_k``, a local
+part ``I = sum_l b_l L_l`` (each L_l a bool at the query position: ``#[j == i - d] P`` read by a local
+head, or P itself when d = 0) and an integer c. Then
+
+* F = 0: ``[I + c >= 0]`` is a threshold function of bools (no attention at all);
+* otherwise, for every m in the range [lo, hi] of I, a uniform head with value
+  ``v(j) = sum_k a_k P_k(j) + (c + m + 1/2) bos(j)`` outputs ``(F + c + m + 1/2) / (t + 1)``: the
+  attention average is one rounded quotient of an exactly accumulated half-integer, so its sign is
+  ``s_m = [F + c + m >= 0]`` in every dtype. A sign group reads ``head - (|c + m| + 1) bos`` (negative
+  at BOS, where the head holds c + m + 1/2, so every sign bool is 0 at BOS). Since s_m is
+  monotone in m, ``[F + I + c >= 0] = [I + sum_m s_m >= hi + 1]``: again a threshold function, and
+  just ``s_0`` when there is no local part.
+
+**Bools** are :class:`~.boolean.Form` values combined by :mod:`.boolean`; a form is materialized
+(an MLP ``gate`` node) only when a head, a sign or the readout needs a single dimension.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from rasp import ast as A
+from rasp.errors import RaspError
+from rasp.guards import GuardForm, analyze_relation, eval_relation
+from rasp.printer import expr_to_str
+from rasp.rewrite import local_offset
+
+from . import boolean as B
+from .boolean import BOS, REAL, Form
+
+#: the most linear atoms one comparison may expand into (min/max/conditionals multiply them)
+ATOM_CAP = 512
+#: the widest range of the local part of one atom (one head per value)
+LOCAL_RANGE_CAP = 16
+#: periods larger than this are not combined when deciding periodic tests along a path
+PERIOD_CAP = 5040
+#: the local heads' content logit at BOS (any value with exp(-L) = 0 in float64 works)
+LOCAL_BOS_LOGIT = 1024.0
+
+HINT = "run `rasp check PROGRAM` for the fragment and the reason"
+
+Lin = tuple  # ((node id, Fraction), ...) sorted, no zero coefficients
+
+
+def make_lin(d: dict) -> Lin:
+    """A canonical linear form: coefficients are ints, or floats for half-integers (exact)."""
+    return tuple(sorted((n, int(c) if float(c).is_integer() else float(c)) for n, c in d.items() if c != 0))
+
+
+@dataclass
+class Node:
+    """One residual dimension: what computes it (``kind``, ``params``), which nodes it reads
+    (``inputs``), its slot (see :mod:`.plan`) and a label for people."""
+
+    id: int
+    kind: str
+    label: str
+    slot: int
+    params: dict
+    inputs: tuple
+    origin: str | None = None  # the definition that first needed it
+
+
+@dataclass
+class Graph:
+    nodes: list[Node]
+    outputs: list[tuple[str, tuple]]  # (definition name, literal) per output bool
+    output_kind: str
+    symbols: tuple[str, ...]
+    alphabet: tuple[str, ...]
+    special: tuple[str, ...]
+    definitions: dict[str, str] = field(default_factory=dict)  # name -> how it is realized
+
+    @property
+    def periods(self) -> list[int]:
+        return sorted({n.params["period"] for n in self.nodes if n.kind == "periodic"})
+
+
+_PHASE = {"uniform": 0, "local": 0, "sign": 1, "gate": 2}
+
+
+def next_slot(kind: str, input_slots) -> int:
+    """The earliest slot of ``kind`` after all inputs: layer l has slots 3l (attention), 3l + 1
+    (sign), 3l + 2 (MLP); embedding features have slot -1."""
+    base = max(input_slots, default=-1)
+    s = base + 1
+    while s % 3 != _PHASE[kind]:
+        s += 1
+    return s
+
+
+# ----------------------------------------------------------------------------- class check
+_RASPL = tuple(getattr(A, n) for n in ("Tokens", "Indices", "Map", "Select", "Aggregate", "SelectorWidth")
+               if hasattr(A, n))
+
+
+def _periodic_residues(rel: A.PosExpr):
+    """(M, residues) with minimal period M for a periodic unary relation, or None."""
+    form = analyze_relation(rel)
+    if not isinstance(form, GuardForm) or form.window != 0:
+        return None
+    M = form.period
+    vals = np.broadcast_to(np.asarray(eval_relation(rel, np.arange(M, dtype=np.int64)), dtype=bool), (M,))
+    for p in range(1, M + 1):
+        if M % p == 0 and all(vals[r] == vals[r % p] for r in range(M)):
+            return p, frozenset(int(r) for r in range(p) if vals[r])
+    raise AssertionError("unreachable")
+
+
+def check_class(core: A.CoreProgram) -> None:
+    """Raise a located :class:`RaspError` for the first construct outside C-RASP[periodic, local]."""
+    for d in core.defs:
+        if d.type not in (A.BOOL, A.COUNT):
+            raise RaspError(
+                f"definition {d.name} has type {d.type}: not in C-RASP[periodic, local] (only bool and "
+                "count values compile); see rasp check", d.span, HINT)
+        for node in A.walk(d.expr):
+            if _RASPL and isinstance(node, _RASPL):
+                raise RaspError(
+                    f"'{expr_to_str(node)}' is a RASP-L operation, not in C-RASP[periodic, local]; "
+                    "see rasp check", node.span or d.span, HINT)
+            if isinstance(node, (A.Count, A.Exists)) and node.guard is not None and local_offset(node.guard) is None:
+                raise RaspError(
+                    f"'{expr_to_str(node)}' counts with a relation that is not local or periodic after "
+                    "rewriting: not in C-RASP[periodic, local]; see rasp check", node.span or d.span, HINT)
+            if isinstance(node, A.PosPred) and _periodic_residues(node.rel.expr) is None:
+                raise RaspError(
+                    f"'{expr_to_str(node)}' is not periodic: not in C-RASP[periodic, local]; see rasp check",
+                    node.span or d.span, HINT)
+
+
+# ----------------------------------------------------------------------------- builder
+class _Builder:
+    def __init__(self, core: A.CoreProgram) -> None:
+        self.core = core
+        self.defs = {d.name: d for d in core.defs}
+        self.nodes: list[Node] = []
+        self.keys: dict = {}
+        self.bool_memo: dict = {}
+        self.def_forms: dict[str, Form] = {}
+        self.form_names: dict[Form, str] = {}
+        self.origin: str | None = None
+        self.atoms = 0
+        self.hint = None
+        self.materialized: dict[Form, B.Lit] = {}
+        self._tok_cache: dict = {}
+        self._node("bos", ("bos",), "bos", {}, ())
+        self._node("real", ("real",), "real", {}, ())
+
+    # ---------------------------------------------------------------- nodes
+    def _node(self, kind, key, label, params, inputs) -> Node:
+        if key in self.keys:
+            return self.nodes[self.keys[key]]
+        inputs = tuple(sorted(set(inputs)))
+        slot = -1 if kind in ("bos", "real", "token", "periodic") else next_slot(
+            kind, [self.nodes[i].slot for i in inputs])
+        n = Node(len(self.nodes), kind, label, slot, params, inputs, self.origin)
+        self.nodes.append(n)
+        self.keys[key] = n.id
+        return n
+
+    def slot_of(self, node: int) -> int:
+        return self.nodes[node].slot
+
+    def token(self, symbol: str) -> Node:
+        return self._node("token", ("token", symbol), f'"{symbol}"', {"symbol": symbol}, ())
+
+    def periodic(self, M: int, residues: frozenset) -> B.Lit:
+        if not residues:
+            return B.FALSE_LIT
+        if len(residues) == M:
+            return B.TRUE_LIT
+        rs = sorted(residues)
+        label = (f"pos[i % {M} == {rs[0]}]" if len(rs) == 1
+                 else f"pos[i % {M} in {{{', '.join(map(str, rs))}}}]")
+        n = self._node("periodic", ("periodic", M, tuple(rs)), label, {"period": M, "residues": tuple(rs)}, ())
+        return (n.id, False)
+
+    def lit_name(self, l: B.Lit) -> str:
+        if l == B.TRUE_LIT:
+            return "true"
+        if l == B.FALSE_LIT:
+            return "false"
+        name = self.nodes[l[0]].label
+        if l[1]:
+            return f"!({name})" if " " in name else f"!{name}"
+        return name
+
+    def local(self, d: int, lit: B.Lit) -> B.Lit:
+        if lit == B.FALSE_LIT:
+            return B.FALSE_LIT
+        value = make_lin(B.lit_lin(lit))
+        name = self.lit_name(lit)
+        n = self._node("local", ("local", d, value), f"{name} at i-{d}", {"offset": d, "value": value},
+                       [x for x, _ in value])
+        return (n.id, False)
+
+    def materialize(self, f: Form) -> B.Lit:
+        lit = B.as_lit(f)
+        if lit is not None:
+            return lit
+        neurons = tuple((make_lin(pre), int(c)) for pre, c in B.gate_neurons(f))
+        inputs = [x for pre, _ in neurons for x, _ in pre]
+        label = self.form_names.get(f) or B.form_text(f, self.lit_name)
+        n = self._node("gate", ("gate", neurons), label, {"neurons": neurons}, inputs)
+        self.materialized[f] = (n.id, False)
+        return (n.id, False)
+
+    def exclusive(self, a: B.Lit, b: B.Lit) -> bool:
+        if a[0] == b[0]:
+            return a[1] != b[1]
+        na, nb = self.nodes[a[0]], self.nodes[b[0]]
+        if na.kind == nb.kind == "token":
+            return not a[1] and not b[1]
+        if na.kind == nb.kind == "periodic":
+            sa, sb = self._lit_residues(a), self._lit_residues(b)
+            L = math.lcm(sa[0], sb[0])
+            if L > PERIOD_CAP:
+                return False
+            return not (_lift(sa, L) & _lift(sb, L))
+        return False
+
+    def forms_exclusive(self, f: Form, g: Form) -> bool:
+        """Whether every term of f excludes every term of g. Fast path: each term requires a token,
+        and no token is required by a term of both."""
+        tf, tg = self._form_tokens(f), self._form_tokens(g)
+        if tf is not None and tg is not None and not (tf & tg):
+            return True
+        return all(B.terms_exclusive(self, t, u) for t in f.terms for u in g.terms)
+
+    def _form_tokens(self, f: Form):
+        if f in self._tok_cache:
+            return self._tok_cache[f]
+        toks = set()
+        out = None
+        for t in f.terms:
+            req = [l[0] for l in t.required() if not l[1] and self.nodes[l[0]].kind == "token"]
+            if len(req) != 1:
+                break
+            toks.add(req[0])
+        else:
+            out = frozenset(toks) if len(toks) == len(f.terms) else None
+        self._tok_cache[f] = out
+        return out
+
+    def _lit_residues(self, l: B.Lit):
+        p = self.nodes[l[0]].params
+        M, R = p["period"], frozenset(p["residues"])
+        return (M, frozenset(range(M)) - R) if l[1] else (M, R)
+
+    # ---------------------------------------------------------------- bools
+    def def_form(self, name: str) -> Form:
+        if name not in self.def_forms:
+            d = self.defs[name]
+            saved, self.origin = self.origin, name
+            try:
+                f = self.bool_expr(d.expr)
+            finally:
+                self.origin = saved
+            self.def_forms[name] = f
+            self.form_names.setdefault(f, name)
+        return self.def_forms[name]
+
+    def is_bool(self, e) -> bool:
+        if isinstance(e, (A.Tok, A.BoolConst, A.Not, A.And, A.Or, A.Compare, A.PosPred)):
+            return True
+        if isinstance(e, A.Ref):
+            return self.defs[e.name].type == A.BOOL
+        if isinstance(e, A.Cond):
+            return self.is_bool(e.then)
+        return False
+
+    def bool_expr(self, e) -> Form:
+        # memo by identity (hashing deep expression trees is slow); equal structures still share
+        # their nodes, which are keyed by content
+        hit = self.bool_memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        f = self._bool_expr(e)
+        self.bool_memo[id(e)] = (e, f)
+        return f
+
+    def _bool_expr(self, e) -> Form:
+        if isinstance(e, A.Tok):
+            return B.lit_form((self.token(e.symbol.value).id, False))
+        if isinstance(e, A.BoolConst):
+            return B.TRUE if e.value else B.FALSE
+        if isinstance(e, A.Ref):
+            return self.def_form(e.name)
+        if isinstance(e, A.Not):
+            return B.f_not(self.bool_expr(e.operand))
+        if isinstance(e, A.And):
+            return B.f_and(self, self.bool_expr(e.left), self.bool_expr(e.right))
+        if isinstance(e, A.Or):
+            return B.f_or(self, self.bool_expr(e.left), self.bool_expr(e.right))
+        if isinstance(e, A.Cond):
+            return B.f_cond(self, self.bool_expr(e.test), self.bool_expr(e.then), self.bool_expr(e.other))
+        if isinstance(e, A.PosPred):
+            M, R = _periodic_residues(e.rel.expr)
+            return B.lit_form(self.periodic(M, R))
+        if isinstance(e, A.Compare):
+            if self.is_bool(e.left):
+                a, b = self.bool_expr(e.left), self.bool_expr(e.right)
+                eq = B.f_cond(self, a, b, B.f_not(b))
+                return eq if e.op == "==" else B.f_not(eq)
+            return self.compare(e)
+        raise RaspError(f"'{expr_to_str(e)}' is not a bool operation of C-RASP", e.span, HINT)
+
+    # ---------------------------------------------------------------- comparisons
+    def compare(self, e: A.Compare) -> Form:
+        saved = (self.atoms, getattr(self, "span", None), getattr(self, "hint", None))
+        self.atoms, self.span = 0, e.span
+        try:
+            return self._compare(e)
+        finally:
+            self.atoms, self.span, self.hint = saved
+
+    def _compare(self, e: A.Compare) -> Form:
+        # a comparison that stays one linear atom without local part labels its sign by its source
+        self.hint = expr_to_str(e) if e.op in ("<", "<=", ">", ">=") else None
+        L, R = {}, {}
+        lc = self.flatten(e.left, 1, L)
+        rc = self.flatten(e.right, 1, R)
+
+        def diff(x, xc, y, yc, extra=0):  # x - y + extra
+            terms = dict(x)
+            for k, v in y.items():
+                terms[k] = terms.get(k, 0) - v
+            return terms, xc - yc + extra
+
+        start = (1, frozenset({0}))
+        if e.op == "<":
+            return self.ge0(*diff(R, rc, L, lc, -1), start)
+        if e.op == "<=":
+            return self.ge0(*diff(R, rc, L, lc), start)
+        if e.op == ">":
+            return self.ge0(*diff(L, lc, R, rc, -1), start)
+        if e.op == ">=":
+            return self.ge0(*diff(L, lc, R, rc), start)
+        both = B.f_and(self, self.ge0(*diff(R, rc, L, lc), start), self.ge0(*diff(L, lc, R, rc), start))
+        return both if e.op == "==" else B.f_not(both)
+
+    def flatten(self, e, k: int, acc: dict) -> int:
+        """Add ``k * e`` to ``acc`` (count subterm -> coefficient); returns the constant part."""
+        if k == 0:
+            return 0
+        if isinstance(e, A.IntConst):
+            return k * e.value
+        if isinstance(e, A.Add):
+            return self.flatten(e.left, k, acc) + self.flatten(e.right, k, acc)
+        if isinstance(e, A.Sub):
+            return self.flatten(e.left, k, acc) + self.flatten(e.right, -k, acc)
+        if isinstance(e, A.Scale):
+            return self.flatten(e.operand, k * e.k, acc)
+        if isinstance(e, A.Ref):
+            return self.flatten(self.defs[e.name].expr, k, acc)
+        if isinstance(e, (A.Count, A.Min, A.Max, A.Cond)):
+            acc[e] = acc.get(e, 0) + k
+            return 0
+        raise RaspError(f"'{expr_to_str(e)}' is not a count operation of C-RASP", e.span, HINT)
+
+    def _with(self, terms: dict, c: int, e, k: int):
+        t = dict(terms)
+        c2 = c + self.flatten(e, k, t)
+        return t, c2
+
+    def ge0(self, terms: dict, c: int, path) -> Form:
+        """``[sum_k coeff_k * term_k + c >= 0]`` as a bool form (see the module docstring)."""
+        terms = {e: k for e, k in terms.items() if k != 0}
+        for e, k in terms.items():
+            if isinstance(e, (A.Min, A.Max, A.Cond)):
+                self.hint = None
+                rest = dict(terms)
+                del rest[e]
+                if isinstance(e, A.Cond):
+                    decided, p_then, p_else = self.decide(e.test, path)
+                    if decided is True:
+                        return self.ge0(*self._with(rest, c, e.then, k), p_then)
+                    if decided is False:
+                        return self.ge0(*self._with(rest, c, e.other, k), p_else)
+                    a = self.ge0(*self._with(rest, c, e.then, k), p_then)
+                    b = self.ge0(*self._with(rest, c, e.other, k), p_else)
+                    return B.f_cond(self, self.bool_expr(e.test), a, b)
+                a = self.ge0(*self._with(rest, c, e.left, k), path)
+                b = self.ge0(*self._with(rest, c, e.right, k), path)
+                conj = isinstance(e, A.Min) == (k > 0)  # min >= ... : both; max >= ... : either
+                return B.f_and(self, a, b) if conj else B.f_or(self, a, b)
+        self.atoms += 1
+        if self.atoms > ATOM_CAP:
+            raise RaspError(f"this comparison expands into more than {ATOM_CAP} linear comparisons "
+                            "(min, max and conditionals multiply them): too large to compile", self.span,
+                            "split it into several definitions")
+        return self.linear_atom(terms, c)
+
+    def decide(self, test, path):
+        """Whether the periodic ``test`` is fixed by the residues chosen so far; and the residues
+        on each branch."""
+        s = self.periodic_set(test)
+        if s is None:
+            return None, path, path
+        L = math.lcm(path[0], s[0])
+        if L > PERIOD_CAP:
+            return None, path, path
+        cur, t = _lift(path, L), _lift(s, L)
+        if cur <= t:
+            return True, path, path
+        if not (cur & t):
+            return False, path, path
+        return None, (L, cur & t), (L, cur - t)
+
+    def periodic_set(self, e):
+        """(M, residues) when a bool expression depends only on i mod M, else None."""
+        if isinstance(e, A.PosPred):
+            return _periodic_residues(e.rel.expr)
+        if isinstance(e, A.BoolConst):
+            return (1, frozenset({0}) if e.value else frozenset())
+        if isinstance(e, A.Ref) and self.defs[e.name].type == A.BOOL:
+            return self.periodic_set(self.defs[e.name].expr)
+        if isinstance(e, A.Not):
+            s = self.periodic_set(e.operand)
+            return None if s is None else (s[0], frozenset(range(s[0])) - s[1])
+        if isinstance(e, (A.And, A.Or)):
+            a, b = self.periodic_set(e.left), self.periodic_set(e.right)
+            if a is None or b is None:
+                return None
+            L = math.lcm(a[0], b[0])
+            if L > PERIOD_CAP:
+                return None
+            la, lb = _lift(a, L), _lift(b, L)
+            return (L, la & lb if isinstance(e, A.And) else la | lb)
+        return None
+
+    def count_lit(self, body) -> B.Lit:
+        return self.materialize(self.bool_expr(body))
+
+    def linear_atom(self, terms: dict, c: int) -> Form:
+        F: dict = {}  # node -> coefficient in the head value
+        I: dict = {}  # literal -> coefficient (bools at the query position)
+        for e, k in terms.items():
+            assert isinstance(e, A.Count)
+            lit = self.count_lit(e.body)
+            d = 0 if e.guard is None else local_offset(e.guard)
+            if e.guard is None:
+                for n, v in B.lit_lin(lit, k).items():
+                    F[n] = F.get(n, 0) + v
+            else:
+                if d > 0:
+                    lit = self.local(d, lit)
+                I[lit] = I.get(lit, 0) + k
+        F = {n: v for n, v in F.items() if v != 0}
+        # the local part as coefficients over nodes plus a constant (at real positions)
+        coef: dict = {}
+        for (n, neg), k in I.items():
+            if n == REAL:
+                c += 0 if neg else k
+            elif neg:
+                c += k
+                coef[n] = coef.get(n, 0) - k
+            else:
+                coef[n] = coef.get(n, 0) + k
+        coef = {n: k for n, k in coef.items() if k != 0}
+        if not F:
+            return B.thr_form(B.make_thr({(n, False): k for n, k in coef.items()}, -c))
+        lo = sum(k for k in coef.values() if k < 0)
+        hi = sum(k for k in coef.values() if k > 0)
+        if hi - lo + 1 > LOCAL_RANGE_CAP:
+            raise RaspError(f"a comparison mixes counts with local counts whose sum ranges over {hi - lo + 1} "
+                            f"values (more than {LOCAL_RANGE_CAP}): too large to compile", self.span,
+                            "split it into several definitions")
+        nonneg = all(v > 0 for v in F.values())
+        nonpos = all(v < 0 for v in F.values())
+        weights: dict = {(n, False): k for n, k in coef.items()}
+        ftext = _lin_text(F, self.nodes)
+        for m in range(lo, hi + 1):
+            off = c + m
+            if nonneg and off >= 0:
+                lit = B.TRUE_LIT
+            elif nonpos and off < 0:
+                lit = B.FALSE_LIT
+            else:
+                value = dict(F)
+                value[BOS] = off + 0.5
+                vlin = make_lin(value)
+                head = self._node("uniform", ("uniform", vlin), f"({ftext}{_const_text(Fraction(2 * off + 1, 2))})/(i+1)",
+                                  {"value": vlin}, [n for n, _ in vlin])
+                y = make_lin({head.id: 1, BOS: -(abs(off) + 1)})
+                label = self.hint if (self.hint and not coef) else f"{ftext}{_const_text(off)} >= 0"
+                sign = self._node("sign", ("sign", y), label, {"input": y},
+                                  [head.id, BOS])
+                lit = (sign.id, False)
+            weights[lit] = weights.get(lit, 0) + 1
+        return B.thr_form(B.make_thr(weights, hi + 1))
+
+
+def _lift(s, L: int) -> frozenset:
+    M, R = s
+    return frozenset(r for r in range(L) if r % M in R)
+
+
+def _const_text(v) -> str:
+    if v == 0:
+        return ""
+    s = str(abs(v)) if Fraction(v).denominator == 1 else f"{abs(Fraction(v).numerator)}/{Fraction(v).denominator}"
+    return f" + {s}" if v > 0 else f" - {s}"
+
+
+def _lin_text(F: dict, nodes: list[Node]) -> str:
+    parts = []
+    for n, v in sorted(F.items(), key=lambda kv: (kv[1] < 0, kv[0])):
+        label = nodes[n].label
+        name = "#true" if n == REAL else f"#{label}" if " " not in label else f"#({label})"
+        k = abs(v)
+        term = name if k == 1 else f"{k}*{name}"
+        if not parts:
+            parts.append(term if v > 0 else f"-{term}")
+        else:
+            parts.append(f" + {term}" if v > 0 else f" - {term}")
+    return "".join(parts)
+
+
+def build_graph(core: A.CoreProgram) -> Graph:
+    """The operation graph of a core program in normal form (see the module docstring)."""
+    check_class(core)
+    b = _Builder(core)
+    outputs = []
+    for name in core.output.names:
+        b.origin = name
+        lit = b.materialize(b.def_form(name))
+        outputs.append((name, lit))
+    definitions = {}
+    for d in core.defs:
+        if d.type == A.COUNT:
+            definitions[d.name] = "count: read through the comparison heads that use it"
+        elif d.name not in b.def_forms:
+            definitions[d.name] = "bool: not needed by the output"
+        else:
+            f = b.def_forms[d.name]
+            lit = B.as_lit(f) or b.materialized.get(f)
+            if lit is None:
+                definitions[d.name] = "bool: fused into the gates that use it"
+            elif lit[0] == REAL:
+                definitions[d.name] = f"bool: constant {'false' if lit[1] else 'true'}"
+            else:
+                definitions[d.name] = f"bool: {'real - ' if lit[1] else ''}node {lit[0]}"
+    return Graph(b.nodes, outputs, core.output.kind, core.symbols, core.alphabet, core.special, definitions)

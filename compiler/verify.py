@@ -1,0 +1,267 @@
+"""Checking a compiled model against the interpreter (and the task's reference) on sampled inputs.
+
+**Inputs** come from the task's sampler when the program file belongs to a registered task
+(:func:`rasp.tasks.task_for_program`), else uniformly from the data alphabet.
+
+**What is compared.** Acceptors and character predictors: the output bools at **every** position
+(every prefix), model against interpreter (``Program.evaluate``), which the model computes in one
+pass anyway. Generators: the model decodes greedily with its key/value cache; the interpreter is then
+run once on prompt + continuation and must choose the same token at every step and stop where the
+model stopped (teacher forcing: equivalent to running the interpreter's own greedy loop, but O(n)
+instead of O(n^2)). Where a task is registered, the output value must also equal its reference.
+
+**find-limit** doubles the length until the first disagreement, the task's longest input, the time
+budget (the next length would not finish within it) or the memory budget (half the free memory),
+and reports the longest length at which every sample agreed, per dtype.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from rasp.interp import evaluate, make_batch
+from rasp.program import Program, default_max_new
+
+from .api import CompiledModel
+from .model import resolve_dtype
+
+#: interpreter batches hold at most this many tokens
+INTERP_CHUNK = 1 << 20
+
+
+@dataclass
+class Row:
+    length: int
+    samples: int
+    agree: float  # fraction of inputs where model == interpreter (== reference where there is one)
+    agree_interpreter: float
+    agree_reference: float | None
+    model_seconds: float
+    interp_seconds: float
+    dtype: str
+    device: str
+    backend: str
+    example: list | None = None  # the first disagreeing input (shortened), if any
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def task_for(program: Program):
+    """The registered task of a program file, or None (the registry is optional)."""
+    if not program.filename:
+        return None
+    try:
+        from rasp import tasks
+    except Exception:  # noqa: BLE001 - no registry: uniform sampling
+        return None
+    fn = getattr(tasks, "task_for_program", None)
+    if fn is None:
+        return None
+    try:
+        return fn(program.filename)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def sampler_alphabet(task, program: Program):
+    return None if tuple(program.alphabet) == tuple(task.alphabet) else tuple(program.alphabet)
+
+
+def sample_inputs(program: Program, task, rng: np.random.Generator, length: int, k: int):
+    """k inputs of ``length`` tokens and their reference outputs (None without a task)."""
+    if task is not None:
+        alph = sampler_alphabet(task, program)
+        out = [task.sample(rng, length, alphabet=alph) for _ in range(k)]
+        return [list(s.tokens) for s in out], [s.target for s in out]
+    symbols = list(program.alphabet)
+    toks = [[symbols[i] for i in rng.integers(0, len(symbols), size=length)] for _ in range(k)]
+    return toks, [None] * k
+
+
+def task_max_length(task, program: Program) -> int | None:
+    if task is None:
+        return None
+    try:
+        return task.max_length(sampler_alphabet(task, program))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _interp_values(program: Program, seqs: list[np.ndarray], names) -> list[np.ndarray]:
+    """Per input: (n_i, len(names)) bools of the named definitions at every position."""
+    out: list = [None] * len(seqs)
+    order = sorted(range(len(seqs)), key=lambda r: len(seqs[r]))
+    chunk: list[int] = []
+
+    def flush():
+        if not chunk:
+            return
+        batch = make_batch([seqs[r] for r in chunk])
+        vals = evaluate(program.core, batch)
+        arr = np.stack([vals[n] for n in names], axis=2)
+        for k, r in enumerate(chunk):
+            out[r] = arr[k, : len(seqs[r])]
+        chunk.clear()
+
+    for r in order:
+        if chunk and (len(chunk) + 1) * len(seqs[r]) > INTERP_CHUNK:
+            flush()
+        chunk.append(r)
+    flush()
+    return out
+
+
+def check_inputs(model: CompiledModel, inputs: list, targets: list, *, device=None, dtype="float32",
+                 backend: str = "auto", max_new: int | None = None) -> tuple[list[bool], list[bool], list, float, float]:
+    """Compare model, interpreter and reference on inputs. Returns (model == interpreter per input,
+    model == reference per input (True where there is none), model outputs, model seconds,
+    interpreter seconds)."""
+    program = model.program
+    names = list(program.core.output.names)
+    kind = model.kind
+    seqs = [program.encode(t) for t in inputs]
+    dev = str(model.model(device, dtype).device)
+    sync = (lambda: torch.cuda.synchronize()) if dev.startswith("cuda") else (lambda: None)
+    if kind == "generate":
+        limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+        sync()
+        t0 = time.perf_counter()
+        gen = model.model(device, dtype).generate([list(map(int, s)) for s in seqs], limits, backend)
+        sync()
+        t_model = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        full = [np.concatenate([s, np.asarray(g, dtype=np.int64)]) for s, g in zip(seqs, gen)]
+        vals = _interp_values(program, full, names)
+        t_interp = time.perf_counter() - t0
+        same = []
+        for s, g, v, lim in zip(seqs, gen, vals, limits):
+            ok = True
+            n = len(s)
+            for k, tok in enumerate(g):  # the interpreter's greedy choice after n + k tokens
+                hits = np.flatnonzero(v[n - 1 + k])
+                if len(hits) == 0 or int(hits[0]) != tok:
+                    ok = False
+                    break
+            if ok and len(g) < lim and np.any(v[n - 1 + len(g)]):
+                ok = False  # the interpreter would have continued
+            same.append(ok)
+        values = [[program.symbols[k] for k in g] for g in gen]
+    else:
+        sync()
+        t0 = time.perf_counter()
+        outs = model.outputs(inputs, device=device, dtype=dtype, backend=backend)
+        sync()
+        t_model = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        vals = _interp_values(program, seqs, names)
+        t_interp = time.perf_counter() - t0
+        same = [bool(np.array_equal(o, v)) for o, v in zip(outs, vals)]
+        if kind == "accept":
+            values = [bool(o[-1, 0]) for o in outs]
+        else:
+            values = [[[program.alphabet[k] for k in np.flatnonzero(row)] for row in o] for o in outs]
+    ref_ok = [t is None or _same_value(v, t) for v, t in zip(values, targets)]
+    return same, ref_ok, values, t_model, t_interp
+
+
+def _same_value(value, target) -> bool:
+    if isinstance(target, (bool, np.bool_)):
+        return bool(value) == bool(target)
+    if isinstance(target, list) and target and isinstance(target[0], (list, set, tuple)):
+        return len(value) == len(target) and all(sorted(a) == sorted(b) for a, b in zip(value, target))
+    return list(value) == list(target)
+
+
+def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np.random.Generator, *,
+                  device=None, dtype="float32", backend: str = "auto", max_new: int | None = None) -> Row:
+    program = model.program
+    inputs, targets = sample_inputs(program, task, rng, length, samples)
+    same, ref_ok, _, t_model, t_interp = check_inputs(model, inputs, targets, device=device, dtype=dtype,
+                                                      backend=backend, max_new=max_new)
+    both = [a and b for a, b in zip(same, ref_ok)]
+    example = None
+    if not all(both):
+        bad = inputs[both.index(False)]
+        example = bad if len(bad) <= 40 else bad[:20] + ["..."] + bad[-20:]
+    m = model.model(device, dtype)
+    return Row(
+        length=length, samples=samples, agree=sum(both) / max(1, samples),
+        agree_interpreter=sum(same) / max(1, samples),
+        agree_reference=None if all(t is None for t in targets) else sum(ref_ok) / max(1, samples),
+        model_seconds=round(t_model, 6), interp_seconds=round(t_interp, 6), dtype=str(dtype),
+        device=str(m.device), backend=m.pick_backend(backend), example=example,
+    )
+
+
+def free_memory(device) -> int:
+    """Bytes free on the device (CPU: MemAvailable)."""
+    dev = torch.device(device) if not isinstance(device, torch.device) else device
+    if dev.type == "cuda":
+        return int(torch.cuda.mem_get_info(dev)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+
+
+def estimate_bytes(model: CompiledModel, length: int, samples: int, dtype="float32") -> int:
+    """A generous estimate of the peak memory of one verification step at ``length``."""
+    s = model.size
+    item = resolve_dtype(dtype).itemsize
+    width = s["d_model"] * 6 + s["heads"] * 3 + max(s["mlp_width"], 1) * 2
+    n = length * (3 if model.kind == "generate" else 1)
+    interp = n * len(model.program.core.defs) * 8 * 2
+    return samples * (n * width * max(item, 4) * 2 + interp)
+
+
+def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.random.Generator, device=None,
+               backend: str = "auto", start: int = 16, budget_s: float = 60.0, max_length: int | None = None,
+               max_new: int | None = None, rows: list | None = None) -> dict:
+    """Double the length from ``start`` until a disagreement or a budget; the longest exact length."""
+    t_start = time.perf_counter()
+    longest, failed, stopped = None, None, "max length"
+    n = start
+    tmax = task_max_length(task, model.program)
+    last = 0.0
+    dev = model.model(device, dtype).device
+    while True:
+        if max_length is not None and n > max_length:
+            stopped = f"max length {max_length}"
+            break
+        if tmax is not None and n > tmax:
+            stopped = f"the task's longest input ({tmax})"
+            break
+        if estimate_bytes(model, n, samples, dtype) > free_memory(dev) // 2:
+            stopped = "memory budget"
+            break
+        spent = time.perf_counter() - t_start
+        if longest is not None and spent + 2.5 * last > budget_s:
+            stopped = f"time budget ({budget_s:g} s)"
+            break
+        t0 = time.perf_counter()
+        try:
+            row = verify_length(model, task, n, samples, rng, device=device, dtype=dtype, backend=backend,
+                                max_new=max_new)
+        except (torch.cuda.OutOfMemoryError, MemoryError):
+            stopped = "out of memory"
+            break
+        last = time.perf_counter() - t0
+        if rows is not None:
+            rows.append(row)
+        if row.agree < 1.0:
+            failed = n
+            stopped = f"disagreement at {n}"
+            break
+        longest = n
+        n *= 2
+    return {"dtype": str(dtype), "longest_exact": longest, "first_failure": failed, "stopped": stopped,
+            "seconds": round(time.perf_counter() - t_start, 3)}

@@ -1,0 +1,140 @@
+"""Pass 4: layer plan + residual allocation -> named weight arrays and the architecture.
+
+Each operation writes its own block (rows and columns indexed by the residual allocation); all
+other entries are 0. With ``one = bos + real`` (1 everywhere) and ``e_n`` the unit vector of node n:
+
+============  ==========================================================================================
+operation     weights
+============  ==========================================================================================
+token         ``embed.token[s] = e_real + e_token(s)``; the BOS row is ``e_bos``
+periodic      ``embed.periodic_M[r] = sum of e_n over periodic nodes n of period M with r in residues``
+uniform head  ``W_Q = W_K = 0``; ``W_V`` = the value (an integer combination of bools plus a half-integer
+              times ``bos``); ``W_O = e_head``
+local head    offset d; ``W_Q = one`` (q = 1), ``W_K = -1024 e_bos`` (the BOS key's logit), ``W_V`` =
+              the literal (``x`` or ``real - x``); ``W_O = e_head``
+sign group    ``W_in = e_head - (|c| + 1) e_bos``; gamma = beta = 1/2; ``W_out = e_sign``
+gate          one row of ``W_1`` per neuron (its preactivation), ``W_2[e_gate, neuron]`` = its coefficient
+readout       ``W_U`` row = the output literal (``x`` or ``real - x``); output bool = ``W_U x > 1/2``
+============  ==========================================================================================
+
+Tensors are built and stored sparse (coordinates and values): a model with d_model in the tens of
+thousands (|alphabet|^2 definitions) has only a few nonzeros per row. Every entry is an integer, a
+half-integer or -1024, exactly representable in float64, float32 and
+bfloat16 as long as the program's constants stay below 128 in magnitude (checked at cast time by
+:meth:`compiler.model.CompiledTransformer.cast`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import boolean as B
+from .alloc import Allocation
+from .graph import LOCAL_BOS_LOGIT
+from .plan import Plan
+
+
+class COO:
+    """A weight tensor under construction, kept sparse: (shape, entries). Almost every entry of a
+    compiled model is 0 (each operation writes its own small block), so models with tens of
+    thousands of residual dimensions stay small in memory and on disk."""
+
+    def __init__(self, *shape: int) -> None:
+        self.shape = tuple(int(x) for x in shape)
+        self.entries: dict[tuple, float] = {}
+
+    def add(self, index: tuple, value) -> None:
+        if value:
+            self.entries[index] = self.entries.get(index, 0.0) + float(value)
+
+    def row(self, r: int, lin, ix) -> None:
+        for n, c in lin:
+            self.add((r, ix[n]), c)
+
+    def arrays(self) -> tuple[tuple, np.ndarray, np.ndarray]:
+        """(shape, indices (ndim, nnz) int64, values (nnz,) float64), entries in row-major order."""
+        items = sorted((k, v) for k, v in self.entries.items() if v != 0.0)
+        idx = np.array([k for k, _ in items], dtype=np.int64).reshape(len(items), len(self.shape)).T.copy()
+        vals = np.array([v for _, v in items], dtype=np.float64)
+        return self.shape, idx, vals
+
+    def dense(self) -> np.ndarray:
+        out = np.zeros(self.shape)
+        for k, v in self.entries.items():
+            out[k] += v
+        return out
+
+
+def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]]:
+    """(architecture, tensors): the architecture as JSON-ready data; tensors named like the module's
+    weights, each ``(shape, indices, values)`` (COO, float64 values)."""
+    g = plan.graph
+    d = alloc.d_model
+    ix = alloc.index
+    nodes = g.nodes
+    bos, real = ix[B.BOS], ix[B.REAL]
+    W: dict[str, COO] = {}
+
+    tok = W["embed.token"] = COO(len(g.symbols) + 1, d)
+    for k in range(len(g.symbols)):
+        tok.add((k, real), 1.0)
+    tok.add((len(g.symbols), bos), 1.0)
+    sym_index = {s: k for k, s in enumerate(g.symbols)}
+    for n in nodes:
+        if n.kind == "token":
+            tok.add((sym_index[n.params["symbol"]], ix[n.id]), 1.0)
+    for M in g.periods:
+        table = W[f"embed.periodic_{M}"] = COO(M, d)
+        for n in nodes:
+            if n.kind == "periodic" and n.params["period"] == M:
+                for r in n.params["residues"]:
+                    table.add((r, ix[n.id]), 1.0)
+
+    layers = []
+    for l, layer in enumerate(plan.layers):
+        H = len(layer.heads)
+        p = f"layers.{l}."
+        WQ, WK, WV, WO = (W.setdefault(p + "attn." + k, COO(*shape)) for k, shape in
+                          (("W_Q", (H, d)), ("W_K", (H, d)), ("W_V", (H, d)), ("W_O", (d, H))))
+        heads = []
+        for h, i in enumerate(layer.heads):
+            n = nodes[i]
+            WV.row(h, n.params["value"], ix)
+            WO.add((ix[i], h), 1.0)
+            if n.kind == "local":
+                WQ.add((h, bos), 1.0)
+                WQ.add((h, real), 1.0)
+                WK.add((h, bos), -LOCAL_BOS_LOGIT)
+                heads.append({"kind": "local", "offset": int(n.params["offset"])})
+            else:
+                heads.append({"kind": "uniform"})
+        k = len(layer.signs)
+        Win, gamma, beta, Wout = (W.setdefault(p + "sign." + name, COO(*shape)) for name, shape in
+                                  (("W_in", (k, d)), ("gamma", (k,)), ("beta", (k,)), ("W_out", (d, k))))
+        for s_, i in enumerate(layer.signs):
+            Win.row(s_, nodes[i].params["input"], ix)
+            gamma.add((s_,), 0.5)
+            beta.add((s_,), 0.5)
+            Wout.add((ix[i], s_), 1.0)
+        h = len(layer.neurons)
+        W1, W2 = W.setdefault(p + "mlp.W_1", COO(h, d)), W.setdefault(p + "mlp.W_2", COO(d, h))
+        for u, pre in enumerate(layer.neurons):
+            W1.row(u, pre, ix)
+        for gnode, u, c in layer.writes:
+            W2.add((ix[gnode], u), c)
+        layers.append({"heads": heads, "sign": k, "mlp": h})
+
+    WU = W["readout.W_U"] = COO(len(g.outputs), d)
+    for o, (_, lit) in enumerate(g.outputs):
+        for n, c in B.lit_lin(lit).items():
+            WU.add((o, ix[n]), c)
+
+    arch = {
+        "d_model": d,
+        "n_symbols": len(g.symbols),
+        "bos_id": len(g.symbols),
+        "periods": list(g.periods),
+        "local_bos_logit": LOCAL_BOS_LOGIT,
+        "layers": layers,
+        "n_outputs": len(g.outputs),
+    }
+    return arch, {name: m.arrays() for name, m in W.items()}

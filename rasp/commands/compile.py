@@ -1,0 +1,44 @@
+"""``rasp compile PROGRAM [-o DIR]``: compile a C-RASP[periodic, local] program to transformer weights."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from ._common import add_alphabet_option, add_json_option, load_program
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "compile",
+        help="compile a program to transformer weights (exact at every length)",
+        description="Compile PROGRAM (C-RASP[periodic, local]) into a causal transformer whose outputs equal "
+        "the interpreter's at every length. Prints the size (layers, heads, d_model, MLP width, parameters); "
+        "with -o DIR writes DIR/model.safetensors and DIR/config.json (architecture, residual labels, "
+        "alphabet, output kind, source program). Programs outside the class are an error that names the "
+        "offending span (see rasp check).",
+    )
+    p.add_argument("program", help="a .cr or .rasp file")
+    p.add_argument("-o", "--output", metavar="DIR", help="write model.safetensors and config.json to DIR")
+    add_alphabet_option(p)
+    add_json_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import compiler  # torch is imported only when a command needs it
+
+    program = load_program(args.program, args.alphabet)
+    model = compiler.compile(program)
+    files = []
+    if args.output:
+        path = model.save(args.output)
+        files = [str(path / "model.safetensors"), str(path / "config.json")]
+    size = model.size
+    if args.json:
+        print(json.dumps({"program": args.program, **size, "compile_seconds": round(model.compile_seconds, 6),
+                          "output_kind": model.kind, "files": files}))
+    else:
+        print(f"{args.program}: {model.summary()} (compiled in {model.compile_seconds:.3f} s)")
+        if files:
+            print(f"wrote {files[0]} and {files[1]}")
+    return 0

@@ -1,0 +1,127 @@
+"""``rasp verify PROGRAM|DIR``: run a compiled model against the interpreter on sampled inputs."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import RaspError
+from ._common import add_alphabet_option, add_json_option, load_program
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        vals = [int(x) for x in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers like 16,256,4096, got {text!r}") from None
+    if not vals or any(v < 1 for v in vals):
+        raise argparse.ArgumentTypeError("lengths must be positive integers")
+    return vals
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="check a compiled model against the interpreter at many lengths",
+        description="Compile PROGRAM (or load a model written by rasp compile -o DIR) and compare its outputs "
+        "with the interpreter's, and with the task's reference where the program belongs to a registered "
+        "task, on sampled inputs (the task's sampler, else uniform over the alphabet). Acceptors and "
+        "predictors are compared at every position. Prints one row per length; exit 1 unless every sample "
+        "agrees.",
+    )
+    p.add_argument("target", help="a .cr/.rasp program, or a directory written by rasp compile -o")
+    p.add_argument("--lengths", type=_ints, default=[16, 256, 4096], help="input lengths (default 16,256,4096)")
+    p.add_argument("--samples", type=int, default=8, help="inputs per length (default 8)")
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (CUDA when present; default)")
+    p.add_argument("--dtype", default="float32",
+                   help="float64, float32 or bfloat16; a comma-separated list runs each (default float32)")
+    p.add_argument("--backend", default="auto", choices=["auto", "dense", "scan", "sdpa"],
+                   help="attention implementation (default auto: sdpa on CUDA, scan on CPU)")
+    p.add_argument("--find-limit", action="store_true",
+                   help="double the length until the first disagreement or a budget; report the longest exact "
+                   "length per dtype")
+    p.add_argument("--budget", type=float, default=60.0, help="find-limit: seconds per dtype (default 60)")
+    p.add_argument("--start", type=int, default=16, help="find-limit: first length (default 16)")
+    p.add_argument("--max-length", type=int, default=None, help="find-limit: stop after this length")
+    p.add_argument("--max-new", type=int, default=None, help="generators: tokens to generate at most")
+    p.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default 0)")
+    add_alphabet_option(p)
+    add_json_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    import compiler
+    from compiler import verify as V
+    from compiler.model import DTYPES, resolve_device
+
+    if args.samples < 1:
+        raise RaspError("--samples must be at least 1")
+    dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    for d in dtypes:
+        if d not in DTYPES:
+            raise RaspError(f"--dtype {d}: choose float64, float32 or bfloat16")
+    device = resolve_device(args.device)
+    if device.type == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            raise RaspError(f"--device {args.device}: CUDA is not available here", hint="use --device cpu or auto")
+    target = Path(args.target)
+    if target.is_dir():
+        if args.alphabet:
+            raise RaspError("--alphabet cannot change a compiled model", hint="recompile: rasp compile PROGRAM --alphabet ... -o DIR")
+        model = compiler.load(target)
+    else:
+        model = compiler.compile(load_program(args.target, args.alphabet))
+    program = model.program
+    task = V.task_for(program)
+    sampler = f"task {task.name}" if task is not None else "uniform over the alphabet"
+    rng = np.random.default_rng(args.seed)
+    rows, limits = [], []
+    tmax = V.task_max_length(task, program)
+    skipped = []
+    for dt in dtypes:
+        for n in args.lengths:
+            if tmax is not None and n > tmax:
+                skipped.append(n)
+                continue
+            rows.append(V.verify_length(model, task, n, args.samples, rng, device=device, dtype=dt,
+                                        backend=args.backend, max_new=args.max_new))
+            if not args.json:
+                _print_row(rows[-1], header=len(rows) == 1, model=model, target=args.target, sampler=sampler)
+        if args.find_limit:
+            lim_rows: list = []
+            limits.append(V.find_limit(model, task, dt, samples=args.samples, rng=rng, device=device,
+                                       backend=args.backend, start=args.start, budget_s=args.budget,
+                                       max_length=args.max_length, max_new=args.max_new, rows=lim_rows))
+            rows += lim_rows
+            if not args.json:
+                for k, r in enumerate(lim_rows):
+                    _print_row(r, header=len(rows) == len(lim_rows) and k == 0, model=model, target=args.target,
+                               sampler=sampler)
+    exact = all(r.agree == 1.0 for r in rows)
+    if args.json:
+        print(json.dumps({
+            "target": args.target, "size": model.size, "output_kind": model.kind, "sampler": sampler,
+            "device": str(device), "dtypes": dtypes, "rows": [r.to_json() for r in rows], "exact": exact,
+            "limits": limits, "skipped_lengths": sorted(set(skipped)),
+        }))
+    else:
+        if skipped:
+            print(f"skipped lengths {', '.join(map(str, sorted(set(skipped))))}: longer than the task's longest input ({tmax})")
+        for lim in limits:
+            print(f"find-limit {lim['dtype']}: longest exact length {lim['longest_exact']} "
+                  f"(stopped: {lim['stopped']}; {lim['seconds']:.1f} s)")
+        print("exact: yes" if exact else "exact: NO")
+    return 0 if exact else 1
+
+
+def _print_row(r, *, header: bool, model, target: str, sampler: str) -> None:
+    if header:
+        print(f"{target}: {model.summary()}; inputs: {sampler}")
+        print(f"{'length':>9} {'dtype':>9} {'device':>7} {'samples':>7} {'agree':>7} {'model s':>9} {'interp s':>9}")
+    agree = f"{round(r.agree * r.samples)}/{r.samples}"
+    print(f"{r.length:>9} {r.dtype:>9} {r.device:>7} {r.samples:>7} {agree:>7} {r.model_seconds:>9.3f} "
+          f"{r.interp_seconds:>9.3f}" + ("" if r.example is None else f"   first disagreement: {' '.join(r.example)}"))
