@@ -86,9 +86,22 @@ FALSE = A.BoolConst(False)
 
 
 # ============================================================================ shared helpers
+def _nodes(e):
+    """Every expression node below e (iterative; shared subtrees are visited once)."""
+    seen: set = set()
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        stack.extend(A.children(n))
+
+
 def uses_raspl(program: Program) -> bool:
     """Whether any definition uses a RASP-L primitive."""
-    return any(isinstance(n, RASPL_NODES) for d in program.core.defs for n in A.walk(d.expr))
+    return any(isinstance(n, RASPL_NODES) for d in program.core.defs for n in _nodes(d.expr))
 
 
 def _walk_rel(r):
@@ -195,6 +208,10 @@ class _Info:
 _UNB = lambda what: _Info("unb", what=what)  # noqa: E731
 
 
+def _contiguous(values) -> bool:
+    return len(values) == max(values) - min(values) + 1
+
+
 class _Conformance:
     def __init__(self, program: Program):
         self.program = program
@@ -276,10 +293,16 @@ class _Conformance:
         if isinstance(e, A.Cond):
             self.value(e.test, "as a condition")
             a, b = self.value(e.then, "in a conditional"), self.value(e.other, "in a conditional")
+            if isinstance(e.test, A.BoolConst):  # e.g. a folded symbol comparison
+                return a if e.test.value else b
             return self.combine([a, b], lambda x, y: [x, y])
         if isinstance(e, (A.Add, A.Sub, A.Min, A.Max, A.Scale)):
             kids = A.children(e)
             infos = [self.value(c, "in arithmetic") for c in kids]
+            if isinstance(e, (A.Add, A.Sub)) and all(i.kind == "fin" and _contiguous(i.values) for i in infos):
+                (la, ha), (lb, hb) = ((min(i.values), max(i.values)) for i in infos)
+                lo, hi = (la + lb, ha + hb) if isinstance(e, A.Add) else (la - hb, ha - lb)
+                return _Info("fin", frozenset(range(lo, hi + 1))) if hi - lo < SMALL else _UNB("a large range")
             f = {A.Add: lambda x, y: [x + y], A.Sub: lambda x, y: [x - y], A.Min: lambda x, y: [min(x, y)],
                  A.Max: lambda x, y: [max(x, y)]}.get(type(e))
             if isinstance(e, A.Scale):
@@ -409,15 +432,27 @@ class _Fail(Exception):
 _UNIVERSE: tuple = ()
 
 
+_TOKSETS: dict = {}  # id(node) -> (node, symbols or None): memo for _tokset (nodes kept alive)
+
+
 def _tokset(e) -> list | None:
     """The symbols of a disjunction of token tests ``"a" || "b"``, or None for anything else."""
-    if isinstance(e, A.Tok) and isinstance(e.symbol, A.SymLit):
-        return [e.symbol.value]
-    if isinstance(e, A.Or):
-        x, y = _tokset(e.left), _tokset(e.right)
-        if x is not None and y is not None:
-            return x + [s for s in y if s not in x]
-    return None
+    if isinstance(e, A.Tok):
+        return [e.symbol.value] if isinstance(e.symbol, A.SymLit) else None
+    if not isinstance(e, A.Or):
+        return None
+    hit = _TOKSETS.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    x = _tokset(e.left)
+    y = _tokset(e.right) if x is not None else None
+    if x is None or y is None:
+        out = None
+    else:
+        seen = set(x)
+        out = x + [s for s in y if s not in seen]
+    _TOKSETS[id(e)] = (e, out)
+    return out
 
 
 def _from_tokset(symbols: list):
@@ -428,6 +463,8 @@ def _from_tokset(symbols: list):
     out = A.Tok(A.SymLit(symbols[0]))
     for s in symbols[1:]:
         out = A.Or(out, A.Tok(A.SymLit(s)))
+    if isinstance(out, A.Or):
+        _TOKSETS[id(out)] = (out, list(symbols))
     return out
 
 
@@ -438,7 +475,7 @@ def _and(a, b):
         return b
     if b == TRUE:
         return a
-    if a == b:
+    if a is b:
         return a
     x, y = _tokset(a), _tokset(b)
     if x is not None and y is not None:
@@ -453,11 +490,22 @@ def _or(a, b):
         return b
     if b == FALSE:
         return a
-    if a == b:
+    if a is b:
         return a
     x, y = _tokset(a), _tokset(b)
     if x is not None and y is not None:
-        return _from_tokset(x + [s for s in y if s not in x])
+        seen = set(x)
+        extra = [s for s in y if s not in seen]
+        if not extra:
+            return a
+        symbols = x + extra
+        if _UNIVERSE and len(symbols) >= len(_UNIVERSE) and set(symbols) >= set(_UNIVERSE):
+            return TRUE
+        out = a  # extend the existing chain (no rebuilding: disjunctions grow one symbol at a time)
+        for sym in extra:
+            out = A.Or(out, A.Tok(A.SymLit(sym)))
+        _TOKSETS[id(out)] = (out, symbols)
+        return out
     return A.Or(a, b)
 
 
@@ -470,8 +518,21 @@ def _not(a):
 
 
 def _ors(parts):
-    out = FALSE
+    """The disjunction of parts; token tests are merged into one disjunction first."""
+    toks: list = []
+    seen: set = set()
+    rest = []
     for p in parts:
+        t = _tokset(p)
+        if t is None:
+            rest.append(p)
+        else:
+            for sym in t:
+                if sym not in seen:
+                    seen.add(sym)
+                    toks.append(sym)
+    out = _from_tokset(toks) if toks else FALSE
+    for p in rest:
         out = _or(out, p)
     return out
 
@@ -511,10 +572,21 @@ def _eq0(c):
     return A.Compare("==", c, A.IntConst(0))
 
 
+#: the span of the RASP-L node being lowered (given to the counts built for it)
+_SPAN = None
+
+
 def _count(guard, pred):
     if pred == FALSE:
         return A.IntConst(0)
-    return A.Count(guard, pred)
+    return A.Count(guard, pred, span=_SPAN)
+
+
+def _shallow(node, span):
+    """``node`` with ``span`` when it has none (its children keep theirs)."""
+    if span is not None and dataclasses.is_dataclass(node) and getattr(node, "span", "x") is None:
+        return dataclasses.replace(node, span=span)
+    return node
 
 
 def _chain(pairs, type_: str):
@@ -530,12 +602,13 @@ def _chain(pairs, type_: str):
 
 def _group(pairs) -> dict:
     """{value: disjunction of conditions} from (value, condition) pairs, dropping false cases."""
-    out: dict = {}
+    parts: dict = {}
     for v, c in pairs:
         if c == FALSE:
             continue
-        out[int(v)] = _or(out.get(int(v), FALSE), c)
-    return {v: c for v, c in sorted(out.items()) if c != FALSE}
+        parts.setdefault(int(v), []).append(c)
+    out = {v: _ors(cs) for v, cs in sorted(parts.items())}
+    return {v: c for v, c in out.items() if c != FALSE}
 
 
 def _fin_bool(e) -> Fin:
@@ -556,9 +629,15 @@ def _size(pairs_of_domains) -> int:
 
 
 def _respan(node, span):
-    """Give a freshly built node, and its children without spans, the span of what it replaces."""
+    """Give a freshly built node, and its children without spans, the span of what it replaces.
+    Nodes that already have a span keep it, with everything below them (built earlier)."""
     if span is None or not dataclasses.is_dataclass(node) or isinstance(node, type):
         return node
+    if getattr(node, "span", None) is not None or isinstance(node, A.Tok):
+        return node
+    hit = _TOKSETS.get(id(node))
+    if hit is not None and hit[0] is node and hit[1] is not None:
+        return node  # a disjunction of token tests: kept as built (shared, memoized)
     changes = {}
     for f in dataclasses.fields(node):
         if f.name == "span":
@@ -640,10 +719,14 @@ class _Lowerer:
 
     # ------------------------------------------------------------------ expressions
     def lower(self, e, bound: frozenset):
-        v = self._lower(e, bound)
-        if isinstance(v, Fin):
-            v = Fin(v.type, {w: _respan(c, e.span) for w, c in v.cases.items()},
-                    _respan(v.expr, e.span) if v.expr is not None else None)
+        global _SPAN
+        outer, _SPAN = _SPAN, e.span or _SPAN  # counts built while lowering e carry e's span
+        try:
+            v = self._lower(e, bound)
+        finally:
+            _SPAN = outer
+        if isinstance(v, Fin) and v.expr is not None:
+            v = Fin(v.type, v.cases, _respan(v.expr, e.span))
         elif isinstance(v, Cnt):
             v = Cnt(_respan(v.expr, e.span))
         return v
@@ -781,8 +864,8 @@ class _Lowerer:
                     by_w: dict = {}
                     for w_, cv in b.cases.items():
                         w = int(_apply(e.body, {p: u, q: w_}, self.codes))
-                        by_w[w] = _or(by_w.get(w, FALSE), cv)
-                    pairs += [(w, _and(cu, c)) for w, c in by_w.items()]
+                        by_w.setdefault(w, []).append(cv)
+                    pairs += [(w, _and(cu, _ors(cs))) for w, cs in by_w.items()]
             else:
                 (p, a), = fins
                 pairs = [(int(_apply(e.body, {p: u}, self.codes)), c) for u, c in a.cases.items()]
@@ -1044,7 +1127,7 @@ class _Lowerer:
                         cases[w] = c
                     else:
                         h = self.helper_name(name, w)
-                        out.append(A.Definition(h, d.params, _respan(c, d.expr.span), span=d.span))
+                        out.append(A.Definition(h, d.params, _shallow(c, d.expr.span), span=d.span))
                         cases[w] = A.Ref(h, refs)
                 expr = d.expr if plain else (v.expr if v.expr is not None else
                                              _chain([(c, _int(w)) for w, c in cases.items()], A.COUNT))
@@ -1067,7 +1150,7 @@ class _Lowerer:
         return A.Module(tuple(decls + defs + outs), span=module.span)
 
     def needs_lowering(self, e) -> bool:
-        for n in A.walk(e):
+        for n in _nodes(e):
             if isinstance(n, RASPL_NODES):
                 return True
             if isinstance(n, A.Ref) and n.name in self.templates and isinstance(self.templates[n.name][1], (Sel, Idx)):
@@ -1075,17 +1158,16 @@ class _Lowerer:
         return False
 
     def prune(self, defs: list) -> list:
-        """Drop helper definitions nothing refers to."""
-        while True:
-            used = set()
-            for d in defs:
-                for n in A.walk(d.expr):
-                    if isinstance(n, A.Ref):
-                        used.add(n.name)
-            keep = [d for d in defs if d.name not in self.helpers or d.name in used]
-            if len(keep) == len(defs):
-                return defs
-            defs = keep
+        """Drop helper definitions nothing refers to (transitively)."""
+        refs = {d.name: {n.name for n in _nodes(d.expr) if isinstance(n, A.Ref)} for d in defs}
+        live = {d.name for d in defs if d.name not in self.helpers}
+        todo = list(live)
+        while todo:
+            for r in refs.get(todo.pop(), ()):
+                if r not in live:
+                    live.add(r)
+                    todo.append(r)
+        return [d for d in defs if d.name in live]
 
 
 @dataclass(frozen=True)
@@ -1117,13 +1199,15 @@ def lower_explained(program: Program) -> tuple[Program | None, NotLowered | None
         return None, NotLowered(exc.message, getattr(node, "span", None), text)
     finally:
         _UNIVERSE = ()
+        _TOKSETS.clear()
     try:
         checked = check_module(module)
         core = expand(module, checked, tuple(program.alphabet))
     except RaspError as exc:  # a lowering bug: never hide it
         raise AssertionError(f"lowered program does not type-check: {exc}") from exc
     lowered = Program(module, checked, core, program.source, program.filename)
-    if any(isinstance(n, RASPL_NODES) for d in core.defs for n in A.walk(d.expr)):
+    if any(isinstance(n, RASPL_NODES) for s in module.statements if isinstance(s, A.Definition)
+           for n in _nodes(s.expr)):
         raise AssertionError("lowering left a RASP-L primitive")
     return lowered, None
 
