@@ -303,3 +303,32 @@ def test_size_limit_gives_none_not_an_explosion():
     low, why = lower_explained(p)
     assert low is None and "limit" in why.message
     assert verdict_for_raspl(p).fragment == "RASP-L"
+
+
+def test_readme_raspl_section_is_current():
+    """The README's RASP-L examples: the files as shown, and every output line shown (lines elided
+    with '...' aside) is in the current rendering."""
+    import re
+    from pathlib import Path
+
+    from rasp.checker import render
+
+    root = Path(__file__).resolve().parent.parent
+    section = (root / "README.md").read_text().split("## RASP-L\n", 1)[1].split("\n## ", 1)[0]
+    block = re.findall(r"```\n(.*?)```", section, re.S)[0]
+    parts = re.split(r"^\$ cat (\S+)\n", block, flags=re.M)[1:]
+    assert len(parts) == 6
+    fragments = []
+    for name, body in zip(parts[0::2], parts[1::2]):
+        path = root / "docs/examples/raspl" / name
+        shown_src, shown_out = body.split(">>> ", 1)
+        assert shown_src == path.read_text(), name
+        explain = "explain=True" in shown_out.splitlines()[0]
+        p = rasp.load(path)
+        p = rasp.Program(p.module, p.checked, p.core, p.source, name)  # printed as in the README
+        got = render(verdict_for_raspl(p), explain=explain).splitlines()
+        for line in shown_out.splitlines()[1:]:
+            if line.strip() != "...":
+                assert line in got, (name, line)
+        fragments.append(got[0].split(": ", 1)[1].split(" ")[0])
+    assert fragments == ["C-RASP[local]", "RASP-L", "none"]
