@@ -340,3 +340,20 @@ def test_readme_property_testing_example(monkeypatch):
     task_ns = {"given": namespace["given"], "rasp": rasp}
     exec(compile(blocks[1], "README.md", "exec"), task_ns)
     task_ns["test_majority_program"]()
+
+
+# ----------------------------------------------------------------------------- compiler
+@given(st.data())
+def test_compiled_model_equals_interpreter(data):
+    """compiler.compile(p) runs exactly like the interpreter on in-class programs, in float32 and
+    float64 (CPU backends: scan, the default, and dense)."""
+    import compiler
+
+    p = data.draw(in_class, label="program")
+    batch = data.draw(batches(p), label="inputs")
+    backend = data.draw(st.sampled_from(["scan", "dense"]), label="backend")
+    model = compiler.compile(p)
+    want = p.run_batch(batch, max_new=MAX_NEW)
+    for dtype in ("float32", "float64"):
+        got = model.run_batch(batch, max_new=MAX_NEW, dtype=dtype, backend=backend)
+        assert got == want, (dtype, backend, str(p), batch)
