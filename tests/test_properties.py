@@ -357,3 +357,18 @@ def test_compiled_model_equals_interpreter(data):
     for dtype in ("float32", "float64"):
         got = model.run_batch(batch, max_new=MAX_NEW, dtype=dtype, backend=backend)
         assert got == want, (dtype, backend, str(p), batch)
+
+
+@settings(max_examples=30)
+@given(st.data())
+def test_task_inputs_respect_lengths(data):
+    from rasp import tasks
+    from rasp.strategies import task_inputs
+
+    name = data.draw(st.sampled_from(sorted(tasks.TASKS)))
+    task = tasks.get(name)
+    lo = task.min_length()
+    tokens = data.draw(task_inputs(name, min_length=lo + 1, max_length=lo + 6))
+    assert isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)
+    assert lo + 1 <= len(tokens) <= lo + 6
+    assert set(tokens) <= set(task.resolve_alphabet()) | set(task.special)
