@@ -54,6 +54,8 @@ WEIGHT_CAP = 128
 PRODUCT_CAP = 64
 #: the most exclusive terms a form keeps before an operand is materialized
 TERM_CAP = 4096
+#: labels show at most this many terms (and literals per term)
+MAX_TEXT_TERMS = 6
 #: a combination that fails otherwise becomes a truth table over at most this many nodes
 TABLE_LITERALS = 4
 
@@ -275,11 +277,17 @@ def _try_and(ctx: Context, f: Form, g: Form):
     if f.neg and not g.neg:
         f, g = g, f
     if not f.neg and not g.neg:
-        if len(f.terms) * len(g.terms) > max(PRODUCT_CAP, len(f.terms), len(g.terms)):
-            return None
+        cap = max(PRODUCT_CAP, len(f.terms), len(g.terms))
+        pairs = [(t, u) for t in f.terms for u in g.terms]
+        if len(pairs) > cap:  # exclusive pairs vanish (e.g. branches of the same conditional)
+            if len(pairs) > 64 * cap:
+                return None
+            pairs = [(t, u) for t, u in pairs if not terms_exclusive(ctx, t, u)]
+            if len(pairs) > cap:
+                return None
         terms = []
-        for t in f.terms:
-            for u in g.terms:
+        for t, u in pairs:
+            if True:
                 r = and_thr(t, u)
                 if r is None:
                     return None
@@ -386,7 +394,11 @@ def f_cond(ctx: Context, t: Form, a: Form, b: Form) -> Form:
     if t.neg or len(t.terms) != 1:
         t = lit_form(ctx.materialize(t))
     x = f_and(ctx, t, a)
-    y = f_and(ctx, f_not(t), b)
+    T = t.terms[0]
+    if not b.neg and b.terms and all(terms_exclusive(ctx, T, u) for u in b.terms):
+        y = b  # every term of b already excludes t (e.g. another token): "not t" adds nothing
+    else:
+        y = f_and(ctx, f_not(t), b)
     if not x.neg and not y.neg and len(x.terms) + len(y.terms) <= TERM_CAP:
         return norm(Form(x.terms + y.terms))
     nodes = x.nodes() | y.nodes()
@@ -423,7 +435,12 @@ def gate_neurons(f: Form) -> list[tuple[dict, int]]:
 
 def form_text(f: Form, name: Callable[[Lit], str]) -> str:
     """A readable rendering of a form (for labels)."""
+    def name_(l):
+        return name(l)
+
     def term(t: Thr) -> str:
+        if len(t.lits) > MAX_TEXT_TERMS:
+            return f"[{len(t.lits)} literals >= {t.theta}]"
         if t.conj:
             return " && ".join(name(l) for l, _ in t.lits)
         if t.theta == 1:
@@ -432,5 +449,8 @@ def form_text(f: Form, name: Callable[[Lit], str]) -> str:
 
     if not f.terms:
         return "true" if f.neg else "false"
-    body = " | ".join(term(t) for t in f.terms)
+    shown = [term(t) for t in f.terms[:MAX_TEXT_TERMS]]
+    if len(f.terms) > MAX_TEXT_TERMS:
+        shown.append(f"... ({len(f.terms)} terms)")
+    body = " | ".join(shown)
     return f"!({body})" if f.neg else body

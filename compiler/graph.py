@@ -64,6 +64,8 @@ ATOM_CAP = 512
 LOCAL_RANGE_CAP = 16
 #: periods larger than this are not combined when deciding periodic tests along a path
 PERIOD_CAP = 5040
+#: the most (token, residue) pairs a path may track when deciding tests along it
+PAIR_CAP = 1 << 16
 #: the local heads' content logit at BOS (any value with exp(-L) = 0 in float64 works)
 LOCAL_BOS_LOGIT = 1024.0
 
@@ -174,6 +176,7 @@ class _Builder:
         self.hint = None
         self.materialized: dict[Form, B.Lit] = {}
         self._tok_cache: dict = {}
+        self._pairs: dict = {}
         self._node("bos", ("bos",), "bos", {}, ())
         self._node("real", ("real",), "real", {}, ())
 
@@ -229,6 +232,8 @@ class _Builder:
         lit = B.as_lit(f)
         if lit is not None:
             return lit
+        if f in self.materialized:
+            return self.materialized[f]
         neurons = tuple((make_lin(pre), int(c)) for pre, c in B.gate_neurons(f))
         inputs = [x for pre, _ in neurons for x, _ in pre]
         label = self.form_names.get(f) or B.form_text(f, self.lit_name)
@@ -354,11 +359,11 @@ class _Builder:
 
         def diff(x, xc, y, yc, extra=0):  # x - y + extra
             terms = dict(x)
-            for k, v in y.items():
-                terms[k] = terms.get(k, 0) - v
+            for k, (e, v) in y.items():
+                terms[k] = (e, (terms[k][1] if k in terms else 0) - v)
             return terms, xc - yc + extra
 
-        start = (1, frozenset({0}))
+        start = self.start_path()
         if e.op == "<":
             return self.ge0(*diff(R, rc, L, lc, -1), start)
         if e.op == "<=":
@@ -367,7 +372,7 @@ class _Builder:
             return self.ge0(*diff(L, lc, R, rc, -1), start)
         if e.op == ">=":
             return self.ge0(*diff(L, lc, R, rc), start)
-        both = B.f_and(self, self.ge0(*diff(R, rc, L, lc), start), self.ge0(*diff(L, lc, R, rc), start))
+        both = self.ge0(*diff(R, rc, L, lc), start, eq=True)  # pushed once, both atoms per branch
         return both if e.op == "==" else B.f_not(both)
 
     def flatten(self, e, k: int, acc: dict) -> int:
@@ -385,7 +390,10 @@ class _Builder:
         if isinstance(e, A.Ref):
             return self.flatten(self.defs[e.name].expr, k, acc)
         if isinstance(e, (A.Count, A.Min, A.Max, A.Cond)):
-            acc[e] = acc.get(e, 0) + k
+            # keyed by identity: hashing deep expression trees is slow (equal subtrees that are
+            # distinct objects still meet in the head value, which merges nodes)
+            old = acc.get(id(e))
+            acc[id(e)] = (e, k + (old[1] if old else 0))
             return 0
         raise RaspError(f"'{expr_to_str(e)}' is not a count operation of C-RASP", e.span, HINT)
 
@@ -394,42 +402,64 @@ class _Builder:
         c2 = c + self.flatten(e, k, t)
         return t, c2
 
-    def ge0(self, terms: dict, c: int, path) -> Form:
-        """``[sum_k coeff_k * term_k + c >= 0]`` as a bool form (see the module docstring)."""
-        terms = {e: k for e, k in terms.items() if k != 0}
-        for e, k in terms.items():
+    def ge0(self, terms: dict, c: int, path, eq: bool = False) -> Form:
+        """``[sum_k coeff_k * term_k + c >= 0]`` (``== 0`` when ``eq``) as a bool form (see the module
+        docstring). ``path`` is what the conditionals passed on the way fix (see :meth:`decide`)."""
+        terms = {key: ek for key, ek in terms.items() if ek[1] != 0}
+        # conditionals the path decides are replaced by their branch, all in one sweep
+        while True:
+            for key, (e, k) in terms.items():
+                if isinstance(e, A.Cond):
+                    decided, _, _ = self.decide(e.test, path)
+                    if decided is not None:
+                        rest = dict(terms)
+                        del rest[key]
+                        terms, c = self._with(rest, c, e.then if decided else e.other, k)
+                        terms = {kk: ek for kk, ek in terms.items() if ek[1] != 0}
+                        break
+            else:
+                break
+        for key, (e, k) in terms.items():
             if isinstance(e, (A.Min, A.Max, A.Cond)):
                 self.hint = None
                 rest = dict(terms)
-                del rest[e]
+                del rest[key]
                 if isinstance(e, A.Cond):
-                    decided, p_then, p_else = self.decide(e.test, path)
-                    if decided is True:
-                        return self.ge0(*self._with(rest, c, e.then, k), p_then)
-                    if decided is False:
-                        return self.ge0(*self._with(rest, c, e.other, k), p_else)
-                    a = self.ge0(*self._with(rest, c, e.then, k), p_then)
-                    b = self.ge0(*self._with(rest, c, e.other, k), p_else)
+                    _, p_then, p_else = self.decide(e.test, path)
+                    a = self.ge0(*self._with(rest, c, e.then, k), p_then, eq)
+                    b = self.ge0(*self._with(rest, c, e.other, k), p_else, eq)
                     return B.f_cond(self, self.bool_expr(e.test), a, b)
+                if eq:  # E == 0 iff E >= 0 and -E >= 0; min/max split differently in each
+                    return B.f_and(self, self.ge0(terms, c, path), self.ge0(_neg(terms), -c, path))
                 a = self.ge0(*self._with(rest, c, e.left, k), path)
                 b = self.ge0(*self._with(rest, c, e.right, k), path)
                 conj = isinstance(e, A.Min) == (k > 0)  # min >= ... : both; max >= ... : either
                 return B.f_and(self, a, b) if conj else B.f_or(self, a, b)
-        self.atoms += 1
+        self.atoms += 1 + eq
         if self.atoms > ATOM_CAP:
             raise RaspError(f"this comparison expands into more than {ATOM_CAP} linear comparisons "
                             "(min, max and conditionals multiply them): too large to compile", self.span,
                             "split it into several definitions")
-        return self.linear_atom(terms, c)
+        if eq:
+            leaf = B.f_and(self, self.linear_atom(terms, c), self.linear_atom(_neg(terms), -c))
+        else:
+            leaf = self.linear_atom(terms, c)
+        # where the path has fixed the token, say so: the branch is only used under that condition,
+        # and the token literal makes the branches visibly exclusive (no negations pile up)
+        toks = {k for k, _ in path[1]}
+        if len(toks) == 1 and len(self.core.symbols) > 1 and leaf != B.FALSE:
+            sym = self.core.symbols[next(iter(toks))]
+            leaf = B.f_and(self, B.lit_form((self.token(sym).id, False)), leaf)
+        return leaf
 
     def decide(self, test, path):
-        """Whether the periodic ``test`` is fixed by the residues chosen so far; and the residues
-        on each branch."""
-        s = self.periodic_set(test)
+        """Whether ``test`` (a function of the token at i and i mod M) is fixed on the current path;
+        and the path of each branch. A path is (L, the set of (token, i mod L) still possible)."""
+        s = self.test_pairs(test)
         if s is None:
             return None, path, path
         L = math.lcm(path[0], s[0])
-        if L > PERIOD_CAP:
+        if L * len(self.core.symbols) > PAIR_CAP:
             return None, path, path
         cur, t = _lift(path, L), _lift(s, L)
         if cur <= t:
@@ -438,23 +468,41 @@ class _Builder:
             return False, path, path
         return None, (L, cur & t), (L, cur - t)
 
-    def periodic_set(self, e):
-        """(M, residues) when a bool expression depends only on i mod M, else None."""
+    def start_path(self):
+        return (1, frozenset((k, 0) for k in range(len(self.core.symbols))))
+
+    def test_pairs(self, e):
+        """(M, {(token id, i mod M)} where e holds) when a bool expression depends only on the token
+        at i and on i mod M; else None."""
+        key = id(e)
+        if key in self._pairs:
+            return self._pairs[key][1]
+        out = self._test_pairs(e)
+        self._pairs[key] = (e, out)
+        return out
+
+    def _test_pairs(self, e):
+        ntok = len(self.core.symbols)
+        if isinstance(e, A.Tok):
+            return (1, frozenset({(self.core.symbols.index(e.symbol.value), 0)}))
         if isinstance(e, A.PosPred):
-            return _periodic_residues(e.rel.expr)
+            M, R = _periodic_residues(e.rel.expr)
+            return (M, frozenset((k, r) for k in range(ntok) for r in R))
         if isinstance(e, A.BoolConst):
-            return (1, frozenset({0}) if e.value else frozenset())
+            return (1, frozenset((k, 0) for k in range(ntok)) if e.value else frozenset())
         if isinstance(e, A.Ref) and self.defs[e.name].type == A.BOOL:
-            return self.periodic_set(self.defs[e.name].expr)
+            return self.test_pairs(self.defs[e.name].expr)
         if isinstance(e, A.Not):
-            s = self.periodic_set(e.operand)
-            return None if s is None else (s[0], frozenset(range(s[0])) - s[1])
+            s = self.test_pairs(e.operand)
+            if s is None:
+                return None
+            return (s[0], frozenset((k, r) for k in range(ntok) for r in range(s[0])) - s[1])
         if isinstance(e, (A.And, A.Or)):
-            a, b = self.periodic_set(e.left), self.periodic_set(e.right)
+            a, b = self.test_pairs(e.left), self.test_pairs(e.right)
             if a is None or b is None:
                 return None
             L = math.lcm(a[0], b[0])
-            if L > PERIOD_CAP:
+            if L * ntok > PAIR_CAP:
                 return None
             la, lb = _lift(a, L), _lift(b, L)
             return (L, la & lb if isinstance(e, A.And) else la | lb)
@@ -466,7 +514,7 @@ class _Builder:
     def linear_atom(self, terms: dict, c: int) -> Form:
         F: dict = {}  # node -> coefficient in the head value
         I: dict = {}  # literal -> coefficient (bools at the query position)
-        for e, k in terms.items():
+        for e, k in terms.values():
             assert isinstance(e, A.Count)
             lit = self.count_lit(e.body)
             d = 0 if e.guard is None else local_offset(e.guard)
@@ -522,8 +570,17 @@ class _Builder:
         return B.thr_form(B.make_thr(weights, hi + 1))
 
 
+def _neg(terms: dict) -> dict:
+    return {key: (e, -k) for key, (e, k) in terms.items()}
+
+
 def _lift(s, L: int) -> frozenset:
+    """A set of residues mod M (or of (token, residue) pairs) as the same set mod L (M | L)."""
     M, R = s
+    if M == L:
+        return R
+    if R and isinstance(next(iter(R)), tuple):
+        return frozenset((k, r) for k, r0 in R for r in range(r0, L, M))
     return frozenset(r for r in range(L) if r % M in R)
 
 

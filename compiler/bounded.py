@@ -1,0 +1,134 @@
+"""RASP-L programs to transformers: exact when they lower to C-RASP, bounded by a declared maximum
+length when they do not.
+
+:func:`compile_raspl` is what ``rasp compile`` calls for a program that uses RASP-L primitives:
+
+* the program **lowers** (:func:`rasp.raspl.lower`): the lowered C-RASP[periodic, local] program is
+  compiled by :func:`compiler.compile`, exactly like any C-RASP program: one set of weights, exact at
+  every length (up to the floating-point limits of ``docs/compiler.md``);
+* it **does not lower**: a maximum length N must be declared (``--max-length N``). Then
+  :func:`rasp.raspl.lower_bounded` turns it into a C-RASP[periodic, local] program that computes the
+  same on every sequence of at most N tokens: positions become the absolute-position features
+  ``pos[i % N == p]`` (p < N; the compiler embeds them as a one-hot table of N positions, its
+  periodic embedding of period N), counts become the finite values they can take up to length N, and
+  everything else lowers as before. That program is compiled as usual. Such a model is a **bounded
+  construction**: exact on every sequence (prompt plus generated tokens) of at most N tokens, and
+  with no claim beyond: positions wrap around modulo N and counts leave their enumerated range, so
+  it is wrong there in general (:func:`verify_bounded` shows where). Any construction that uses
+  absolute positions has such a bound; that is why these programs carry no length-generalization
+  guarantee.
+
+The model's ``config["raspl"]`` records ``{"lowered": "exact" | "bounded", "max_length": N or None,
+"lowered_source": ...}``; ``config["program"]`` keeps the original RASP-L source, so
+:attr:`CompiledModel.program` (and ``rasp verify``, which compares the model with the interpreter
+running that program) checks the model against the RASP-L program itself, not its lowering.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from rasp.errors import RaspError
+from rasp.printer import module_to_str
+from rasp.program import Program, load as load_program
+from rasp.raspl import lower_explained, uses_raspl
+
+from .api import CompiledModel, compile as compile_exact
+
+
+def compile_raspl(program: Program | str | Path, *, max_length: int | None = None,
+                  alphabet: Iterable[str] | None = None) -> CompiledModel:
+    """Compile a program that may use RASP-L primitives.
+
+    Without RASP-L primitives this is :func:`compiler.compile`. A RASP-L program that lowers compiles
+    exactly (``max_length`` is then not needed, and ignored). One that does not lower needs
+    ``max_length`` and compiles to a model exact up to that many tokens; without it, a
+    :class:`RaspError` located at the first part that does not lower says so."""
+    if not isinstance(program, Program):
+        program = load_program(program)
+    if alphabet is not None:
+        program = program.with_alphabet(tuple(alphabet))
+    if not uses_raspl(program):
+        return compile_exact(program)
+    lowered, why = lower_explained(program)
+    mode = "exact"
+    if lowered is None:
+        if max_length is None:
+            raise RaspError(
+                f"this RASP-L program does not lower to C-RASP: {why.message}", why.span,
+                "compile a bounded model with --max-length N (exact on sequences of at most N tokens)",
+            ).located(program.source, program.filename)
+        lowered, why_b = lower_explained(program, max_length)
+        if lowered is None:
+            raise RaspError(
+                f"cannot compile even up to length {max_length}: {why_b.message}", why_b.span,
+                "try a smaller --max-length, or a smaller --alphabet",
+            ).located(program.source, program.filename)
+        mode = "bounded"
+    model = compile_exact(lowered)
+    config = dict(model.config)
+    config["program"] = {
+        "source": program.source if program.source is not None else str(program),
+        "filename": program.filename,
+        "alphabet": list(program.alphabet),
+        "special": list(program.special),
+    }
+    config["raspl"] = {
+        "lowered": mode,
+        "max_length": max_length if mode == "bounded" else None,
+        "lowered_source": module_to_str(lowered.module),
+    }
+    return CompiledModel(config, model.module, program, compile_seconds=model.compile_seconds)
+
+
+def max_length_of(model: CompiledModel) -> int | None:
+    """The declared maximum length of a bounded model, None for exact ones."""
+    info = model.config.get("raspl") or {}
+    return info.get("max_length")
+
+
+def verify_bounded(model: CompiledModel, *, lengths: Iterable[int] | None = None, samples: int = 20,
+                   seed: int = 0, task=None, device=None, dtype: str = "float64") -> list:
+    """Rows of :func:`compiler.verify.verify_length` (model against the interpreter running the
+    original RASP-L program, and against the task's reference where there is one) at prompt
+    ``lengths``. By default: lengths up to the bound (every sequence, generated tokens included, at
+    most N tokens is exact) and two beyond it (2N and 4N), to show what happens there. Each row (a
+    dict) gets ``within_bound``: whether every sequence of that row stays within N tokens, counting a
+    generator's prompt plus its generation cap 2n + 8 (conservative: most generators stop earlier)."""
+    from .verify import task_for, verify_length
+
+    N = max_length_of(model)
+    program = model.program
+    task = task if task is not None else task_for(program)
+    if lengths is None:
+        if N is None:
+            lengths = [8, 32, 128]
+        else:
+            lengths = sorted({max(1, N // 4), max(1, N // 2), 2 * N, 4 * N})
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in lengths:
+        if task is not None:
+            from .verify import sampler_alphabet
+
+            try:
+                ok = len(task.lengths(n, n, sampler_alphabet(task, program))) > 0
+            except RaspError:
+                ok = False
+            if not ok:
+                continue
+        row = verify_length(model, task, n, samples, rng, device=device, dtype=dtype)
+        generated = 0
+        if model.kind == "generate":
+            from rasp.program import default_max_new
+
+            generated = default_max_new(n)
+        row_dict = row.to_json()
+        row_dict["within_bound"] = None if N is None else (n + generated <= N)
+        rows.append(row_dict)
+    return rows
+
+
+__all__ = ["compile_raspl", "max_length_of", "verify_bounded"]
