@@ -267,3 +267,16 @@ def test_real_registry_smoke(tmp_path):
     name = "UR" if "UR" in tasks.TASKS else next(iter(tasks.TASKS))
     rc = main(["learn", name, "--preset", "smoke", "--out", str(tmp_path), "--no-progress", "--device", "cpu"])
     assert rc == 0 and (tmp_path / f"{name}.json").exists() and (tmp_path / f"{name}.png").exists()
+
+
+def test_compiled_heads_roles():
+    tasks = pytest.importorskip("rasp.tasks")
+    pytest.importorskip("compiler.api")
+    if "UF" not in tasks.TASKS:
+        pytest.skip("no UF task")
+    info = S.compiled_heads(tasks.TASKS["UF"], n_symbols=3)
+    if "error" in info:
+        pytest.skip(f"compiler: {info['error']}")
+    roles = {r: sum(len(layer[r]) for layer in info["layers"]) for r in ("predecessor", "bigram")}
+    assert roles["predecessor"] >= 3 and roles["bigram"] >= 3
+    assert S.compiled_heads(replace(UR, name="NoSuchTask"))["error"] == "no program"

@@ -155,6 +155,10 @@ def print_result(result: dict) -> None:
             anti = ", ".join(f"{h} {v:.2f}" for h, v in top_heads(sc, "anti_induction"))
             print(f"    top induction heads: {ind}; top anti-induction heads: {anti} "
                   f"(uniform attention: {sc['uniform']['induction']:.2f})")
+    if "compiled_heads" in result:
+        from ..learn.scores import compiled_heads_text
+        for line in compiled_heads_text(result["compiled_heads"]):
+            print("  " + line)
     pub = published_bins(result, c["positional"])
     mean = "  ".join(f"{lab} {fmt(a)}" for lab, a in zip(result["bin_labels"], result["mean_acc"]))
     which = "all seeds, none successful" if result["all_failed"] else f"{result['n_successful']} successful seeds"

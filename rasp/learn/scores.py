@@ -118,3 +118,56 @@ def top_heads(scores: dict, key: str, k: int = 3) -> list[tuple[str, float]]:
     m = np.array(scores[key])
     flat = sorted(((float(m[l, h]), l, h) for l in range(m.shape[0]) for h in range(m.shape[1])), reverse=True)
     return [(f"L{l}H{h}", v) for v, l, h in flat[:k]]
+
+
+def compiled_heads(task, n_symbols: int = 4) -> dict:
+    """Which heads of the *compiled* model of the task's program implement the predecessor step
+    (local heads reading position i-1) and the bigram step (uniform counting heads whose counted
+    predicate involves the token at i-1), per layer.
+
+    The program is compiled over the first ``n_symbols`` symbols of the task's alphabet (the roles do
+    not depend on the alphabet's size; the number of heads grows with it: |alphabet| predecessor
+    heads, up to |alphabet|^2 bigram heads). Returns {"error": ...} when there is no program or the
+    compiler is unavailable or fails -- never made-up roles.
+    """
+    from .report import program_path
+
+    path = program_path(task)
+    if path is None:
+        return {"error": "no program"}
+    try:
+        from compiler.api import compile as compile_program  # noqa: PLC0415 - optional, heavy
+        alph = list(task.alphabet[:n_symbols])
+        model = compile_program(str(path), alphabet=alph)
+        layers = model.config["architecture"]["layers"]
+    except Exception as exc:  # noqa: BLE001 - out-of-class programs do not compile; report why
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+    out = []
+    for li, spec in enumerate(layers):
+        roles: dict[str, list] = {"predecessor": [], "bigram": [], "other": []}
+        for hi, h in enumerate(spec.get("heads", [])):
+            label = str(h.get("label", ""))
+            if h.get("kind") == "local" and h.get("offset") == 1:
+                roles["predecessor"].append([hi, label])
+            elif h.get("kind") == "uniform" and "at i-1" in label:
+                roles["bigram"].append([hi, label])
+            else:
+                roles["other"].append([hi, label])
+        out.append({"layer": li, **roles})
+    return {"program": str(path.name), "alphabet": alph, "summary": model.summary(), "layers": out}
+
+
+def compiled_heads_text(info: dict) -> list[str]:
+    if "error" in info:
+        return [f"compiled model: n/a ({info['error']})"]
+    lines = [f"compiled model of {info['program']} over {' '.join(info['alphabet'])}: {info['summary']}"]
+    for layer in info["layers"]:
+        parts = []
+        for role in ("predecessor", "bigram", "other"):
+            hs = layer[role]
+            if hs:
+                ex = hs[0][1]
+                parts.append(f"{len(hs)} {role} head{'s' if len(hs) > 1 else ''} "
+                             f"(H{hs[0][0]}{'..' if len(hs) > 1 else ''}, e.g. {ex})")
+        lines.append(f"  layer {layer['layer']}: " + ("; ".join(parts) if parts else "no heads"))
+    return lines

@@ -278,6 +278,7 @@ def run_task(task, cfg: TrainConfig, device="auto", progress: bool = True, log=N
         seeds.append(res)
     n_params = make_model(task, vocab, cfg, ds.n_pos).n_params()
     labels = [bin_label(b) for b in cfg.bins]
+    extra = {"compiled_heads": S.compiled_heads(task)} if scores and direction is not None else {}
     return {
         "task": task.name, "kind": task.kind, "config": cfg.to_dict(),
         "bins": [list(b) for b in cfg.bins], "bin_labels": labels,
@@ -289,7 +290,7 @@ def run_task(task, cfg: TrainConfig, device="auto", progress: bool = True, log=N
         "published_accuracy": dict(getattr(task, "published_accuracy", {}) or {}),
         "citation": getattr(task, "citation", ""),
         "device": device_name(dev), "torch": torch.__version__, "threads": torch.get_num_threads(),
-        "time_s": round(time.time() - t0, 1),
+        "time_s": round(time.time() - t0, 1), **extra,
     }
 
 
