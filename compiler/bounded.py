@@ -90,44 +90,49 @@ def max_length_of(model: CompiledModel) -> int | None:
 
 
 def verify_bounded(model: CompiledModel, *, lengths: Iterable[int] | None = None, samples: int = 20,
-                   seed: int = 0, task=None, device=None, dtype: str = "float64") -> list:
-    """Rows of :func:`compiler.verify.verify_length` (model against the interpreter running the
-    original RASP-L program, and against the task's reference where there is one) at prompt
-    ``lengths``. By default: lengths up to the bound (every sequence, generated tokens included, at
-    most N tokens is exact) and two beyond it (2N and 4N), to show what happens there. Each row (a
-    dict) gets ``within_bound``: whether every sequence of that row stays within N tokens, counting a
-    generator's prompt plus its generation cap 2n + 8 (conservative: most generators stop earlier)."""
-    from .verify import task_for, verify_length
+                   seed: int = 0, task=None, device=None, dtype: str = "float64") -> list[dict]:
+    """Model against the interpreter running the original RASP-L program (and against the task's
+    reference where there is one: ``task`` is a registered task name or object, by default the task
+    whose program file this is) on ``samples`` inputs per prompt length.
+
+    By default the prompt lengths are N/4 and N/2 (inside the bound, where the model is exact) and 2N
+    and 4N (beyond it, to show what happens there). One dict per length: ``length``, ``samples``,
+    ``agree`` (model == interpreter, and == reference where there is one), ``agree_interpreter``,
+    ``agree_reference``, ``within_bound`` (every sequence, prompt plus the tokens the model generated,
+    has at most N tokens; None for exact models), ``longest`` (the longest such sequence) and
+    ``example`` (a disagreeing input, shortened)."""
+    from rasp import tasks as registry
+
+    from .verify import check_inputs, sample_inputs, task_for
 
     N = max_length_of(model)
     program = model.program
+    if isinstance(task, str):
+        task = registry.get(task)
     task = task if task is not None else task_for(program)
     if lengths is None:
-        if N is None:
-            lengths = [8, 32, 128]
-        else:
-            lengths = sorted({max(1, N // 4), max(1, N // 2), 2 * N, 4 * N})
+        lengths = [8, 32, 128] if N is None else sorted({max(1, N // 4), max(1, N // 2), 2 * N, 4 * N})
     rng = np.random.default_rng(seed)
     rows = []
     for n in lengths:
-        if task is not None:
-            from .verify import sampler_alphabet
-
-            try:
-                ok = len(task.lengths(n, n, sampler_alphabet(task, program))) > 0
-            except RaspError:
-                ok = False
-            if not ok:
-                continue
-        row = verify_length(model, task, n, samples, rng, device=device, dtype=dtype)
-        generated = 0
-        if model.kind == "generate":
-            from rasp.program import default_max_new
-
-            generated = default_max_new(n)
-        row_dict = row.to_json()
-        row_dict["within_bound"] = None if N is None else (n + generated <= N)
-        rows.append(row_dict)
+        try:
+            inputs, targets = sample_inputs(program, task, rng, n, samples)
+        except RaspError:  # the task has no input of this length
+            continue
+        same, ref_ok, values, _, _ = check_inputs(model, inputs, targets, device=device, dtype=dtype)
+        totals = [len(x) + (len(v) if model.kind == "generate" else 0) for x, v in zip(inputs, values)]
+        both = [a and b for a, b in zip(same, ref_ok)]
+        bad = [x for x, ok in zip(inputs, both) if not ok]
+        example = None
+        if bad:
+            example = bad[0] if len(bad[0]) <= 40 else bad[0][:20] + ["..."] + bad[0][-20:]
+        rows.append({
+            "length": n, "samples": len(inputs), "agree": sum(both) / max(1, len(inputs)),
+            "agree_interpreter": sum(same) / max(1, len(inputs)),
+            "agree_reference": None if all(t is None for t in targets) else sum(ref_ok) / max(1, len(inputs)),
+            "within_bound": None if N is None else max(totals) <= N, "longest": max(totals),
+            "example": example,
+        })
     return rows
 
 

@@ -676,8 +676,12 @@ def _subst(node, mapping: dict):
 
 # ============================================================================ lowering: the pass
 class _Lowerer:
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, max_length: int | None = None):
         self.program = program
+        self.max_length = max_length  # bounded mode: exact only for inputs of at most this length
+        self.cap = DOMAIN_CAP if max_length is None else max(DOMAIN_CAP, 8 * (max_length + 1) ** 2)
+        self.def_exprs: dict[str, object] = {}  # emitted count definitions (for value ranges)
+        self.ranges: dict[str, tuple] = {}
         self.codes = {s: k for k, s in enumerate(program.symbols)}
         self.symbols = program.symbols
         self.sigs = program.checked.signatures
@@ -695,6 +699,8 @@ class _Lowerer:
             if v.expr is not None:
                 return v.expr
             return _chain([(c, _int(w)) for w, c in v.cases.items()], A.COUNT)
+        if isinstance(v, Idx) and self.max_length is not None:
+            return self.count_of(self.bounded(v, node), node)
         raise self.unusable(v, node)
 
     def bool_of(self, v, node=None):
@@ -710,12 +716,69 @@ class _Lowerer:
         return _Fail("a value of the wrong type", node)
 
     def fin_cases(self, v, node) -> Fin | None:
-        """The value as a Fin (bools and finite counts), or None when it is an unbounded count."""
+        """The value as a Fin (bools and finite counts), or None when it is an unbounded count. In
+        bounded mode counts and indices are finite too (see :meth:`bounded`)."""
         if isinstance(v, Fin):
             return v
+        if self.max_length is not None and isinstance(v, (Cnt, Idx)):
+            return self.bounded(v, node)
         if isinstance(v, Cnt):
             return None
         raise self.unusable(v, node)
+
+    # ------------------------------------------------------------------ bounded mode
+    def bounded(self, v, node) -> Fin:
+        """Bounded mode: a count or shifted index as a finite value, exact for positions < N =
+        max_length. ``indices + c`` is ``p + c`` where ``pos[i % N == p]`` (an absolute position
+        feature, written as a period-N predicate); a count is ``v`` where ``C == v``, for v in the
+        range of C over inputs of length <= N (interval arithmetic: a count is in [0, N])."""
+        N = self.max_length
+        if isinstance(v, Idx):
+            mod = A.PBin("%", A.PVar("i"), A.PInt(N))
+            cases = {p + v.shift: A.PosPred(A.Rel(A.PCmp("==", mod, A.PInt(p)))) for p in range(N)}
+            return Fin(A.COUNT, cases, None)
+        lo, hi = self.crange(v.expr)
+        if hi - lo + 1 > self.cap:
+            raise _Fail(f"a count with {hi - lo + 1} possible values up to length {N} (bounded size limit)", node)
+        if lo == hi:
+            return _fin_const(lo)
+        cases = {w: A.Compare("==", v.expr, _int(w)) for w in range(lo, hi + 1)}
+        return Fin(A.COUNT, cases, v.expr)
+
+    def crange(self, e) -> tuple[int, int]:
+        """Bounds of a C-RASP count expression over inputs of length <= max_length."""
+        N = self.max_length
+        if isinstance(e, A.IntConst):
+            return e.value, e.value
+        if isinstance(e, A.Count):
+            return 0, N
+        if isinstance(e, A.Neg):
+            lo, hi = self.crange(e.operand)
+            return -hi, -lo
+        if isinstance(e, A.Scale):
+            lo, hi = self.crange(e.operand)
+            return (e.k * lo, e.k * hi) if e.k >= 0 else (e.k * hi, e.k * lo)
+        if isinstance(e, (A.Add, A.Sub, A.Min, A.Max)):
+            (a, b), (c, d) = self.crange(e.left), self.crange(e.right)
+            if isinstance(e, A.Add):
+                return a + c, b + d
+            if isinstance(e, A.Sub):
+                return a - d, b - c
+            if isinstance(e, A.Min):
+                return min(a, c), min(b, d)
+            return max(a, c), max(b, d)
+        if isinstance(e, A.Cond):
+            (a, b), (c, d) = self.crange(e.then), self.crange(e.other)
+            return min(a, c), max(b, d)
+        if isinstance(e, A.Quant):  # sum over the data alphabet
+            lo, hi = self.crange(e.body)
+            n = len(self.program.alphabet)
+            return n * min(lo, 0) if lo < 0 else n * lo, n * hi if hi > 0 else n * max(hi, 0)
+        if isinstance(e, A.Ref) and e.name in self.def_exprs:
+            if e.name not in self.ranges:
+                self.ranges[e.name] = self.crange(self.def_exprs[e.name])
+            return self.ranges[e.name]
+        raise _Fail(f"cannot bound this count ({type(e).__name__})", e)
 
     # ------------------------------------------------------------------ expressions
     def lower(self, e, bound: frozenset):
@@ -806,6 +869,10 @@ class _Lowerer:
         raise TypeError(f"not an expression node: {e!r}")
 
     def arith(self, vals, f, node, e):
+        if self.max_length is not None and any(isinstance(v, Idx) for v in vals):
+            vals = [self.bounded(v, e) if isinstance(v, Idx) else v for v in vals]
+            node = type(node)(*[self.count_of(v, e) for v in vals]) if not isinstance(node, A.Scale) else \
+                A.Scale(node.k, self.count_of(vals[0], e))
         fins = [v for v in vals if isinstance(v, Fin)]
         if len(fins) == len(vals) and _size([v.cases for v in vals]) <= DOMAIN_CAP:
             pairs = []
@@ -846,15 +913,26 @@ class _Lowerer:
                     return Idx(vals[0].shift + lin[1])
                 if lin is not None and lin[0] == 0:
                     return _fin_const(lin[1])
-            raise _Fail(f"{name} computes on indices (C-RASP has no arithmetic on positions)", e)
+            if self.max_length is None:
+                raise _Fail(f"{name} computes on indices (C-RASP has no arithmetic on positions)", e)
+            vals = [self.bounded(v, a) if isinstance(v, Idx) else v for v, a in zip(vals, e.args)]
+        if self.max_length is not None and any(isinstance(v, Cnt) for v in vals):
+            try:
+                return self.map_values(e, vals)
+            except _Fail:  # not linear in the counts: enumerate their values (bounded)
+                vals = [self.bounded(v, a) if isinstance(v, Cnt) else v for v, a in zip(vals, e.args)]
+        return self.map_values(e, vals)
+
+    def map_values(self, e: A.Map, vals):
+        name = _op_name(e)
         for v, a in zip(vals, e.args):
             if not isinstance(v, (Fin, Cnt)):
                 raise self.unusable(v, a)
         is_bool = _body_is_bool(e.body)
         fins = [(p, v) for p, v in zip(e.params, vals) if isinstance(v, Fin)]
         cnts = [(p, v) for p, v in zip(e.params, vals) if isinstance(v, Cnt)]
-        if _size([v.cases for _, v in fins]) > DOMAIN_CAP:
-            raise _Fail(f"{name} over more than {DOMAIN_CAP} argument cases (lowering size limit)", e)
+        if _size([v.cases for _, v in fins]) > self.cap:
+            raise _Fail(f"{name} over more than {self.cap} argument cases (lowering size limit)", e)
         if not cnts:
             # every argument finite: the image, case by case
             if len(fins) == 2:  # group by the first argument: (A_u && OR_v B_v)
@@ -965,14 +1043,14 @@ class _Lowerer:
         k, q = self.lower(e.keys, bound), self.lower(e.queries, bound)
         if isinstance(k, Idx) and isinstance(q, Idx):
             return self.positional(k.shift, q.shift, e.op)
-        if isinstance(k, Idx) or isinstance(q, Idx):
+        if (isinstance(k, Idx) or isinstance(q, Idx)) and self.max_length is None:
             raise _Fail("select compares positions with values that are not positions (not translation "
                         "invariant)", e)
         fk, fq = self.fin_cases(k, e.keys), self.fin_cases(q, e.queries)
         if fk is None or fq is None:
             raise _Fail("select compares unbounded values (counts) across positions: C-RASP only counts", e)
-        if _size([fk.cases, fq.cases]) > DOMAIN_CAP:
-            raise _Fail(f"select over more than {DOMAIN_CAP} key/query cases (lowering size limit)", e)
+        if _size([fk.cases, fq.cases]) > self.cap:
+            raise _Fail(f"select over more than {self.cap} key/query cases (lowering size limit)", e)
         branches = []
         for v, cq in fq.cases.items():
             pred = _ors(cu for u, cu in fk.cases.items() if _cmp(e.op, u, v))
@@ -1002,6 +1080,10 @@ class _Lowerer:
         if not isinstance(sel, Sel):
             raise _Fail("aggregate of something that is not a selector", e)
         v = self.lower(e.values, bound)
+        if isinstance(v, Cnt) and sel.identity:
+            return v
+        if self.max_length is not None and isinstance(v, (Cnt, Idx)):
+            v = self.bounded(v, e.values)
         if isinstance(v, Idx):
             raise _Fail("aggregate of indices (positions as values are not C-RASP)", e)
         if isinstance(v, Cnt):
@@ -1018,8 +1100,8 @@ class _Lowerer:
         n = len(v.cases)
         cost = len(sel.branches) * (n if e.reduction != "mean" or sel.at_most_one
                                     else (max(v.cases) - min(v.cases) + 1) * n)
-        if cost > DOMAIN_CAP:
-            raise _Fail(f"aggregate over too many cases ({cost} > {DOMAIN_CAP}: lowering size limit)", e)
+        if cost > self.cap:
+            raise _Fail(f"aggregate over too many cases ({cost} > {self.cap}: lowering size limit)", e)
         pairs = []
         for qcond, pred, guard in sel.branches:
             q = qcond if qcond is not None else TRUE
@@ -1133,10 +1215,12 @@ class _Lowerer:
                                              _chain([(c, _int(w)) for w, c in cases.items()], A.COUNT))
                 out.append(dataclasses.replace(d, expr=_respan(expr, d.expr.span)))
                 self.templates[name] = (params, Fin(A.COUNT, cases, me))
+                self.def_exprs[name] = expr
             else:
                 expr = d.expr if plain else self.count_of(v, d.expr)
                 out.append(dataclasses.replace(d, expr=_respan(expr, d.expr.span)))
                 self.templates[name] = (params, Cnt(me))
+                self.def_exprs[name] = expr
             emitted[name] = out
         # statements: declarations in place (an explicit alphabet first), definitions in dependency order
         defs = [s for name in self.program.checked.order for s in emitted[name]]
@@ -1179,12 +1263,15 @@ class NotLowered:
     text: str = ""
 
 
-def lower_explained(program: Program) -> tuple[Program | None, NotLowered | None]:
-    """(the lowered C-RASP program, None) or (None, why not)."""
+def lower_explained(program: Program, max_length: int | None = None) -> tuple[Program | None, NotLowered | None]:
+    """(the lowered C-RASP program, None) or (None, why not). With ``max_length`` N (bounded mode)
+    the result equals ``program`` only on inputs of at most N tokens (see :func:`lower_bounded`)."""
     from .printer import expr_to_str
 
     global _UNIVERSE
-    low = _Lowerer(program)
+    if max_length is not None and max_length < 1:
+        raise RaspError(f"max length must be at least 1, got {max_length}")
+    low = _Lowerer(program, max_length)
     _UNIVERSE = tuple(program.symbols)
     try:
         module = low.run()
@@ -1210,6 +1297,20 @@ def lower_explained(program: Program) -> tuple[Program | None, NotLowered | None
            for n in _nodes(s.expr)):
         raise AssertionError("lowering left a RASP-L primitive")
     return lowered, None
+
+
+def lower_bounded(program: Program, max_length: int) -> Program | None:
+    """``program`` as a C-RASP[periodic, local] program that computes the same on every input of at
+    most ``max_length`` tokens (generated tokens included), or None when even that is too large.
+
+    What does not lower exactly becomes finite once positions are bounded by N = max_length:
+    ``indices + c`` is the value p + c where the absolute-position feature ``pos[i % N == p]`` holds
+    (written with period N, so the compiler's periodic position embedding is a one-hot table of
+    positions 0 .. N-1), and a count is the value v where ``C == v``, for v between its bounds on
+    inputs of length <= N. Everything else lowers as in :func:`lower`. Beyond N the program is
+    wrong in general (positions wrap around modulo N, counts leave their enumerated range): a
+    bounded construction, as any absolute-position one must be, with no claim beyond its bound."""
+    return lower_explained(program, max_length)[0]
 
 
 def lower(program: Program) -> Program | None:
@@ -1269,5 +1370,5 @@ def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, w
     )
 
 
-__all__ = ["conformance", "lower", "lower_explained", "verdict_for_raspl", "uses_raspl", "NotLowered",
+__all__ = ["conformance", "lower", "lower_bounded", "lower_explained", "verdict_for_raspl", "uses_raspl", "NotLowered",
            "SMALL", "DOMAIN_CAP"]
