@@ -1323,8 +1323,21 @@ def lower(program: Program) -> Program | None:
 
 
 # ============================================================================ the verdict
-def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, with_task: bool = True):
+def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, with_task: bool = True,
+                      base=None):
     """The checker's verdict (:class:`rasp.checker.Verdict`) for a program that may use RASP-L.
+
+    ``base``: the verdict :func:`rasp.checker.check` computed before looking at RASP-L (pass it when
+    calling from inside ``check``, which avoids a second analysis and any recursion); by default it is
+    computed here with ``check(program, name=name, task=task, with_task=with_task)``. Wiring into
+    ``check``, at its RASP-L extension point::
+
+        verdict = Verdict(...)                     # as computed now
+        if raspl.uses_raspl(program):
+            return raspl.verdict_for_raspl(program, base=verdict)
+        return verdict
+
+    (the lowered program has no RASP-L primitive, so checking it does not come back here).
 
     * no RASP-L primitive: exactly ``rasp.checker.check(program)``;
     * it lowers (:func:`lower`) and the lowered program is in C-RASP[periodic, local]: the lowered
@@ -1341,7 +1354,8 @@ def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, w
     from . import checker
     from .rewrite import rewrite_module
 
-    base = checker.check(program, name=name, task=task, with_task=with_task)
+    if base is None:
+        base = checker.check(program, name=name, task=task, with_task=with_task)
     if not uses_raspl(program):
         return base
     lowered, why = lower_explained(program)

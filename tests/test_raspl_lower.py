@@ -332,3 +332,14 @@ def test_readme_raspl_section_is_current():
                 assert line in got, (name, line)
         fragments.append(got[0].split(": ", 1)[1].split(" ")[0])
     assert fragments == ["C-RASP[local]", "RASP-L", "none"]
+
+
+def test_base_verdict_is_reused():
+    """Called from inside rasp.checker.check with the verdict computed so far (no second analysis,
+    no recursion when check delegates to it)."""
+    from rasp import checker
+
+    p = rasp.parse(LOWERS["shift"][0], filename="shift.rasp")
+    base = checker.check(p)  # "none" before the RASP-L analysis is wired into check, the same after
+    v = verdict_for_raspl(p, base=base)
+    assert v == verdict_for_raspl(p) and v.fragment == "C-RASP[local]" and v.program == "shift.rasp"
