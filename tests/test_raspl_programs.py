@@ -2,8 +2,9 @@
 opening comment states (out-of-class tasks never "guaranteed").
 
 Registry tasks (rasp.tasks): NRLast, NLLast, NF, NB, copy_repeat, parity, addition, and the classic
-RASP-L programs for registry tasks (mode = 'majority', sort = 'sort'). Non-registry classic programs
-(count, histogram, addition with index hints) have their samplers and references here.
+RASP-L programs for registry tasks (mode = 'majority', sort = 'sort'), plus two in-class tasks written
+in RASP-L that lower to C-RASP (UR, bin_majority). Non-registry classic programs (count, histogram,
+addition with index hints) have their samplers and references here.
 
 Agreement is checked on ~100 samples per length bin (<= 50, 51-100, 101-150; fewer where the task's
 lengths do not reach a bin), **teacher-forced**: the program runs once on input + reference output and
@@ -124,6 +125,8 @@ ENTRIES = {
     "mode": Entry("programs/raspl_mode.rasp", "RASP-L", task="majority"),
     "sort": Entry("programs/raspl_sort.rasp", "RASP-L", task="sort"),
     "count": Entry("programs/raspl_count.rasp", "C-RASP[local]", sample=count_sample, uncapped=True),
+    "ur": Entry("programs/raspl_ur.rasp", "C-RASP[local]", task="UR"),
+    "bin_majority": Entry("programs/raspl_bin_majority.rasp", "C-RASP", task="bin_majority"),
     "histogram": Entry("programs/raspl_histogram.rasp", "RASP-L", sample=histogram_sample),
     "addition_hints": Entry("programs/raspl_addition_hints.rasp", "RASP-L", sample=hints_sample,
                             lengths=((6, 50), (51, 100), (101, 150))),
@@ -249,7 +252,7 @@ def test_registered_paths():
         if e.task is None:
             continue
         registered = tasks.TASKS[e.task].program
-        if registered is not None and e.task not in ("majority", "sort"):
+        if registered is not None and e.task not in ("majority", "sort", "UR", "bin_majority"):
             assert registered == e.program, (e.task, registered)
 
 
@@ -294,3 +297,12 @@ def test_addition_hints_lower_with_few_hints():
         batch.append(Sample(toks, hints_reference(toks)))
     assert not teacher_forced_mismatches(low, batch)
     assert not teacher_forced_mismatches(small, batch)
+
+
+@pytest.mark.parametrize("name", ["ur", "bin_majority"])
+def test_lowered_program_agrees(name):
+    """The proof behind a guaranteed verdict: the lowered C-RASP program generates the reference too."""
+    low = lower(program(name))
+    assert low is not None
+    batch = samples(name, (1, 50), 20, seed=3)
+    assert not teacher_forced_mismatches(low, batch)
