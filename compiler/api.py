@@ -27,7 +27,7 @@ from rasp.rewrite import rewrite_core
 
 from .alloc import allocate
 from .graph import build_graph
-from .model import CompiledTransformer, resolve_device, resolve_dtype
+from .model import CompiledTransformer, length_groups, resolve_device, resolve_dtype
 from .plan import plan_layers
 from .weights import build_weights
 
@@ -36,9 +36,6 @@ FORMAT = "rasp-compiled-transformer"
 FORMAT_VERSION = 1
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
-
-#: inputs are run in chunks of about this many tokens (batch x length)
-CHUNK_TOKENS = 1 << 21
 
 
 def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = None) -> "CompiledModel":  # noqa: A001
@@ -162,26 +159,14 @@ class CompiledModel:
         m = self.model(device, dtype)
         seqs = [self.encode(t) for t in inputs]
         out: list = [None] * len(seqs)
-        order = sorted(range(len(seqs)), key=lambda r: len(seqs[r]))
-        chunk: list[int] = []
-
-        def flush():
-            if not chunk:
-                return
-            n = max(len(seqs[r]) for r in chunk)
-            ids = torch.zeros((len(chunk), n), dtype=torch.long)
-            for k, r in enumerate(chunk):
+        for group in length_groups([len(s) for s in seqs]):
+            n = max(len(seqs[r]) for r in group)
+            ids = torch.zeros((len(group), n), dtype=torch.long)
+            for k, r in enumerate(group):
                 ids[k, : len(seqs[r])] = torch.as_tensor(seqs[r], dtype=torch.long)
             res = m(ids.to(m.device), backend).cpu().numpy()
-            for k, r in enumerate(chunk):
+            for k, r in enumerate(group):
                 out[r] = res[k, : len(seqs[r])]
-            chunk.clear()
-
-        for r in order:
-            if chunk and (len(chunk) + 1) * len(seqs[r]) > CHUNK_TOKENS:
-                flush()
-            chunk.append(r)
-        flush()
         return out
 
     def run(self, tokens, *, max_new: int | None = None, device=None, dtype="float32", backend: str = "auto"):

@@ -353,16 +353,26 @@ class CompiledTransformer(nn.Module):
         (output k belongs to token id k), until none holds or ``limits[r]`` tokens were added."""
         backend = self.pick_backend(backend)
         B = len(seqs)
-        n = max(len(s) for s in seqs)
-        ids = torch.zeros((B, n), dtype=torch.long, device=self.device)
-        for r, s in enumerate(seqs):
-            ids[r, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+        # prefill in groups of similar length (padding a short prompt to a long one wastes memory)
+        lasts, states, order = [], [], []
+        for group in length_groups([len(s) for s in seqs]):
+            n = max(len(seqs[r]) for r in group)
+            ids = torch.zeros((len(group), n), dtype=torch.long, device=self.device)
+            for k, r in enumerate(group):
+                ids[k, : len(seqs[r])] = torch.as_tensor(seqs[r], dtype=torch.long)
+            lengths = torch.as_tensor([len(seqs[r]) for r in group], device=self.device)
+            collect: list = []
+            x = self.residual(ids, backend, collect)
+            lasts.append(x[torch.arange(len(group), device=self.device), lengths])  # last token: t = length
+            states.append(self._prefill_state(collect, lengths))
+            order += group
+            del x, collect
+        inv = torch.empty(B, dtype=torch.long, device=self.device)
+        inv[torch.as_tensor(order, device=self.device)] = torch.arange(B, device=self.device)
+        last = torch.cat(lasts)[inv]
+        state = [None if parts[0] is None else {k: torch.cat([p[k] for p in parts])[inv] for k in parts[0]}
+                 for parts in zip(*states)]
         lengths = torch.as_tensor([len(s) for s in seqs], device=self.device)
-        collect: list = []
-        x = self.residual(ids, backend, collect)
-        rows = torch.arange(B, device=self.device)
-        last = x[rows, lengths]  # the last token sits at t = length
-        state = self._prefill_state(collect, lengths)
         generated: list[list[int]] = [[] for _ in seqs]
         active = list(range(B))
         t = lengths.clone()  # t of the last token of each (active) row
@@ -429,6 +439,24 @@ class CompiledTransformer(nn.Module):
             x = self.sign(sub, x)
             x = self.mlp(sub, x)
         return x
+
+
+#: inputs are run in groups of at most this many (padded) tokens
+GROUP_TOKENS = 1 << 20
+
+
+def length_groups(lengths: list[int], max_tokens: int = GROUP_TOKENS) -> list[list[int]]:
+    """Indices grouped for batching: sorted by length, each group within a factor 2 of its
+    shortest length and at most ``max_tokens`` padded tokens (a single longer input is its own group)."""
+    order = sorted(range(len(lengths)), key=lambda r: lengths[r])
+    groups: list[list[int]] = []
+    for r in order:
+        g = groups[-1] if groups else None
+        if g and lengths[r] <= 2 * max(1, lengths[g[0]]) and (len(g) + 1) * lengths[r] <= max_tokens:
+            g.append(r)
+        else:
+            groups.append([r])
+    return groups
 
 
 def _sdpa_uniform(vu: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,146 @@
+"""The compiler on every program in programs/: in-class programs compile and agree with the
+interpreter (float32, CPU) on random inputs up to length 2,000; the dense reference forward equals the
+fast paths; cached generation equals recomputation. Programs outside the class are a located error."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import compiler
+import rasp
+from compiler import verify as V
+from rasp.checker import check
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = sorted(p for p in (ROOT / "programs").iterdir() if p.suffix in (".cr", ".rasp"))
+#: programs over larger alphabets are compiled with this many symbols here (|alphabet|^2 definitions;
+#: the full alphabets are compiled by benchmarks/compiled.py)
+TEST_ALPHABET = 6
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # the CI machine has 2 shared cores; OpenMP spinning costs more than it gains
+    yield
+    torch.set_num_threads(n)
+
+
+_LOADED: dict = {}
+
+
+def _program(path: Path) -> rasp.Program:
+    if path not in _LOADED:
+        p = rasp.load(path)
+        if len(p.alphabet) > 30:
+            p = p.with_alphabet([str(k) for k in range(TEST_ALPHABET)])
+        _LOADED[path] = p
+    return _LOADED[path]
+
+
+def _task(path: Path):
+    try:
+        from rasp.tasks import task_for_program
+    except ImportError:
+        return None
+    return task_for_program(path)
+
+
+_COMPILED: dict = {}
+
+
+def _compiled(path: Path):
+    if path not in _COMPILED:
+        p = _program(path)
+        if not check(p, with_task=False).in_class:
+            _COMPILED[path] = None
+        else:
+            _COMPILED[path] = compiler.compile(p)
+    return _COMPILED[path]
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
+def test_program_compiles_and_agrees(path):
+    p = _program(path)
+    verdict = check(p, with_task=False)
+    if not verdict.in_class:
+        with pytest.raises(rasp.RaspError) as info:
+            compiler.compile(p)
+        assert "not in C-RASP[periodic, local]" in info.value.message
+        assert info.value.line is not None  # located
+        return
+    model = _compiled(path)
+    rng = np.random.default_rng(0)
+    inputs, targets = [], []
+    # uniform inputs: many short ones, and long ones up to 2,000 tokens
+    for n in list(rng.integers(1, 13, size=24)) + [100, 2000]:
+        inputs.append([str(s) for s in rng.choice(list(p.alphabet), size=int(n))])
+        targets.append(None)
+    # the task's own inputs where a task is registered
+    task = _task(path)
+    if task is not None and tuple(task.alphabet) == tuple(p.alphabet):
+        lo, hi = task.min_length(), task.max_length()
+        for n in sorted({lo, lo + 1, lo + 5, 50, 300}):  # (some samplers are slow at 2,000)
+            if n >= lo and (hi is None or n <= hi):
+                for _ in range(3):
+                    s = task.sample(rng, n)
+                    inputs.append(s.tokens)
+                    targets.append(s.target)
+    same, ref_ok, _, _, _ = V.check_inputs(model, inputs, targets, dtype="float32", device="cpu",
+                                           max_new=64 if model.kind == "generate" else None)
+    bad = [i for i, ok in enumerate(same) if not ok]
+    assert not bad, f"model != interpreter on {len(bad)} inputs, first: {inputs[bad[0]][:30]}"
+    bad = [i for i, ok in enumerate(ref_ok) if not ok]
+    assert not bad, f"model != task reference on {inputs[bad[0]][:30]}"
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
+def test_dense_reference_equals_fast_paths(path):
+    model = _compiled(path)
+    if model is None:
+        pytest.skip("not in the class")
+    p = model.program
+    rng = np.random.default_rng(1)
+    inputs = [[str(s) for s in rng.choice(list(p.symbols), size=int(n))] for n in (1, 3, 7, 12)]
+    for tokens in inputs:
+        ref = model.residual(tokens, dtype="float64", backend="dense")
+        for backend in ("scan", "sdpa"):
+            got = model.residual(tokens, dtype="float64", backend=backend)
+            np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+    for dtype in ("float64", "float32", "bfloat16"):
+        outs = {b: model.outputs(inputs, dtype=dtype, backend=b) for b in ("dense", "scan", "sdpa")}
+        for b in ("scan", "sdpa"):
+            for a, c in zip(outs["dense"], outs[b]):
+                assert np.array_equal(a, c), (dtype, b)
+
+
+GENERATORS = [p for p in PROGRAMS if "output generate" in p.read_text()]
+
+
+@pytest.mark.parametrize("path", GENERATORS, ids=lambda p: p.name)
+def test_cached_generation_equals_recomputation(path):
+    model = _compiled(path)
+    if model is None:
+        pytest.skip("not in the class")
+    m = model.model("cpu", "float32")
+    task = _task(path)
+    rng = np.random.default_rng(2)
+    if task is not None and tuple(task.alphabet) == tuple(model.alphabet):
+        prompts = [task.sample(rng, n).tokens for n in sorted({task.min_length(), task.min_length() + 3})]
+    else:
+        prompts = [[str(s) for s in rng.choice(list(model.symbols), size=n)] for n in (3, 6)]
+    seqs = [model.encode(t) for t in prompts]
+    cached = m.generate(seqs, [12] * len(seqs))
+    for s, g in zip(seqs, cached):
+        cur, out = list(s), []
+        while len(out) < 12:
+            o = m(torch.as_tensor([cur]))[0, -1]
+            hits = torch.nonzero(o).flatten()
+            if len(hits) == 0:
+                break
+            cur.append(int(hits[0]))
+            out.append(int(hits[0]))
+        assert out == g
