@@ -1,0 +1,188 @@
+"""Compiled models on disk and on the command line: save/load round trip, corrupted and foreign
+files, ``rasp compile`` and ``rasp verify``, and the CUDA paths (skipped without a GPU)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import compiler
+import rasp
+from compiler import verify as V
+from rasp.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+DYCK = str(ROOT / "programs" / "dyck1.cr")
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def ur_model():
+    return compiler.compile(rasp.load(ROOT / "programs" / "ur.rasp").with_alphabet(["a", "b", "c", "d"]))
+
+
+def test_save_load_round_trip(tmp_path, ur_model):
+    path = ur_model.save(tmp_path / "m")
+    assert {p.name for p in path.iterdir()} == {"model.safetensors", "config.json"}
+    cfg = json.loads((path / "config.json").read_text())
+    for key in ("architecture", "residual", "program", "output", "compiler_version", "size", "weights_sha256"):
+        assert key in cfg
+    assert cfg["program"]["alphabet"] == ["a", "b", "c", "d"] and cfg["output"]["kind"] == "generate"
+    assert "PREV[x]" in cfg["program"]["source"]
+    loaded = compiler.load(path)
+    a, b = ur_model.module.weights(), loaded.module.weights()
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k][0] == b[k][0] and torch.equal(a[k][1], b[k][1]) and torch.equal(a[k][2], b[k][2])
+    rng = np.random.default_rng(0)
+    task_inputs = [["a", "b", "c", "d", "<sep>", s] for s in "abcd"]
+    inputs = task_inputs + [[str(s) for s in rng.choice(list(ur_model.symbols), size=n)] for n in (1, 5, 30)]
+    for dtype in ("float64", "float32", "bfloat16"):
+        assert ur_model.run_batch(inputs, dtype=dtype) == loaded.run_batch(inputs, dtype=dtype)
+    assert loaded.run(task_inputs[1]) == rasp.run(ur_model.program, task_inputs[1]) == ["c"]
+
+
+def _saved(tmp_path) -> Path:
+    return compiler.compile(rasp.load(DYCK)).save(tmp_path / "dyck")
+
+
+def test_corrupted_weights_are_a_clear_error(tmp_path):
+    path = _saved(tmp_path)
+    data = bytearray((path / "model.safetensors").read_bytes())
+    data[-3] ^= 0xFF  # flip bits in the tensor data: the header still parses
+    (path / "model.safetensors").write_bytes(bytes(data))
+    with pytest.raises(rasp.RaspError, match="corrupted"):
+        compiler.load(path)
+    (path / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(rasp.RaspError):
+        compiler.load(path)
+
+
+def test_foreign_files_are_a_clear_error(tmp_path):
+    from safetensors.torch import save_file
+
+    path = _saved(tmp_path)
+    cfg = json.loads((path / "config.json").read_text())
+    # a foreign weights file (other tensors), with the hash updated so that the content check runs
+    save_file({"weight": torch.zeros(3, 3)}, str(path / "model.safetensors"))
+    import hashlib
+    cfg["weights_sha256"] = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(rasp.RaspError, match="do not match the architecture"):
+        compiler.load(path)
+    # a foreign config
+    (path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(rasp.RaspError, match="not a compiled rasp model"):
+        compiler.load(path)
+    (path / "config.json").write_text("{broken")
+    with pytest.raises(rasp.RaspError, match="JSON"):
+        compiler.load(path)
+    with pytest.raises(rasp.RaspError, match="not a directory"):
+        compiler.load(tmp_path / "nowhere")
+    (path / "config.json").unlink()
+    with pytest.raises(rasp.RaspError, match="missing"):
+        compiler.load(path)
+
+
+def test_cli_compile(tmp_path, capsys):
+    out = tmp_path / "m"
+    assert main(["compile", DYCK, "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "2 layers, 4 heads, d_model 13" in text and "parameters" in text
+    assert (out / "model.safetensors").is_file()
+    assert main(["compile", DYCK, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["layers"] == 2 and info["heads"] == 4 and info["d_model"] == 13 and info["parameters"] > 0
+    assert info["mlp_width"] == 1 and info["output_kind"] == "accept"
+    bad = tmp_path / "bad.rasp"
+    bad.write_text('alphabet a b\nX = #[j <= 3] "a" > 1\n')
+    assert main(["compile", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.rasp:2:" in err and "not in C-RASP[periodic, local]" in err
+
+
+def test_cli_verify_program_and_directory(tmp_path, capsys):
+    assert main(["verify", DYCK, "--lengths", "8,64", "--samples", "3", "--json", "--device", "auto"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["exact"] is True and [r["length"] for r in res["rows"]] == [8, 64]
+    assert all(r["agree"] == 1.0 and r["samples"] == 3 for r in res["rows"])
+    assert res["rows"][0]["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")
+    out = tmp_path / "m"
+    assert main(["compile", DYCK, "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out), "--lengths", "16", "--samples", "2", "--dtype", "float32,bfloat16"]) == 0
+    text = capsys.readouterr().out
+    assert "exact: yes" in text and "bfloat16" in text
+    assert main(["verify", str(out), "--alphabet", "a,b"]) == 2
+
+
+def test_cli_verify_find_limit(capsys):
+    assert main(["verify", str(ROOT / "programs" / "bin_majority.rasp"), "--lengths", "16", "--samples", "2",
+                 "--find-limit", "--start", "64", "--max-length", "1024", "--budget", "20", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    (lim,) = res["limits"]
+    assert lim["dtype"] == "float32" and lim["longest_exact"] == 1024 and "max length" in lim["stopped"]
+    assert [r["length"] for r in res["rows"]] == [16, 64, 128, 256, 512, 1024]
+
+
+def test_verify_reports_disagreement(capsys, monkeypatch):
+    """A model that disagrees makes verify exit 1 with the first disagreeing input."""
+    from compiler import api
+
+    def broken(self, inputs, **kw):
+        return [np.zeros((len(t), 1), dtype=bool) for t in inputs]
+
+    monkeypatch.setattr(api.CompiledModel, "outputs", broken)
+    assert main(["verify", DYCK, "--lengths", "4", "--samples", "20", "--json"]) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert res["exact"] is False and res["rows"][0]["agree"] < 1 and res["rows"][0]["example"]
+
+
+def test_device_auto_and_backends_on_cpu():
+    from compiler.model import resolve_device
+
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    m = compiler.compile(rasp.load(DYCK)).model("cpu", "float32")
+    assert m.pick_backend("auto") == "scan"
+    with pytest.raises(rasp.RaspError):
+        m.pick_backend("flash")
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_cuda_matches_cpu(dtype, ur_model):
+    rng = np.random.default_rng(1)
+    inputs = [[str(s) for s in rng.choice(list(ur_model.symbols), size=n)] for n in (1, 7, 300, 3000)]
+    cpu = ur_model.outputs(inputs, device="cpu", dtype=dtype)
+    for backend in ("auto", "scan", "dense" if dtype != "bfloat16" else "scan"):
+        gpu = ur_model.outputs(inputs[:3] if backend == "dense" else inputs, device="cuda", dtype=dtype,
+                               backend=backend)
+        for a, b in zip(cpu, gpu):
+            assert np.array_equal(a, b)
+    assert ur_model.model("cuda", dtype).pick_backend("auto") == ("scan" if dtype == "float64" else "sdpa")
+    same, _, _, _, _ = V.check_inputs(ur_model, inputs, [None] * len(inputs), device="cuda", dtype=dtype)
+    assert all(same)
+
+
+@cuda
+@pytest.mark.cuda
+def test_cuda_long_input_sdpa_is_exact():
+    p = rasp.load(ROOT / "programs" / "bin_majority.rasp")
+    m = compiler.compile(p)
+    rng = np.random.default_rng(2)
+    toks = [p.alphabet[int(b)] for b in rng.random(1 << 18) < 0.5]
+    for dtype in ("float32", "bfloat16"):
+        same, _, _, _, _ = V.check_inputs(m, [toks], [None], device="cuda", dtype=dtype, backend="sdpa", max_new=4)
+        assert all(same)

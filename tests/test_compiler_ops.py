@@ -1,0 +1,395 @@
+"""The compiler operation by operation: every C-RASP[periodic, local] operation, random programs
+(hypothesis), the exact Boolean gates, the sign sublayer at every scale, long inputs in float32 and
+bfloat16, and located errors for programs outside the class."""
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import compiler
+import rasp
+from compiler import boolean as B
+from compiler import verify as V
+from compiler.model import CompiledTransformer
+from rasp.strategies import programs
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _bool_defs(program: rasp.Program) -> list[str]:
+    return [d.name for d in program.core.defs if d.type == "bool" and "[" not in d.name]
+
+
+def agree_everywhere(text: str, lengths=(1, 2, 3, 4, 5, 7, 9, 12, 30, 200), per_length=6, seed=0,
+                     dtypes=("float32",)):
+    """Compile one acceptor per bool definition and compare it with the interpreter at every prefix
+    of random inputs."""
+    base = rasp.parse(text)
+    rng = np.random.default_rng(seed)
+    inputs = [[str(s) for s in rng.choice(list(base.symbols), size=n)] for n in lengths for _ in range(per_length)]
+    names = _bool_defs(base)
+    assert names
+    for name in names:
+        p = rasp.parse(re.sub(r"(?m)^output .*$", "", text) + f"\noutput accept {name}\n")
+        m = compiler.compile(p)
+        for dt in dtypes:
+            same, _, _, _, _ = V.check_inputs(m, inputs, [None] * len(inputs), dtype=dt, device="cpu")
+            assert all(same), (name, dt, inputs[same.index(False)])
+    return names
+
+
+# ----------------------------------------------------------------------------- operations
+def test_tokens_logic_and_constants():
+    agree_everywhere("""
+alphabet a b c
+A = "a"
+NA = !"a"
+AB = "a" || "b"
+NOTC = !("c") && true
+F = false || "a" && !"b"
+T = true
+FF = false
+EQ = "a" == NA
+NE = AB != "c"
+X = "a" if "b" || "c" else !"a"
+Y = ("a" && !"b") || ("b" && !"c") || ("c" && !"a")
+""")
+
+
+def test_every_comparison_with_constants_and_arithmetic():
+    agree_everywhere("""
+alphabet a b
+A = #"a"
+B = #"b"
+LT = A < B
+LE = A <= B + 1
+GT = A > 2 * B - 3
+GE = A >= 3
+EQ = A == B
+NE = A != 2
+NEG = -A + B > 0
+SCALE = 3 * A - 2 * B == 1
+CONST = 2 < 3
+CONST2 = A - A > 0
+ALL = #true >= 2 * A
+""")
+
+
+def test_local_counts_alone_and_mixed_with_counts():
+    agree_everywhere("""
+alphabet a b
+#import pred
+#import pred4
+P1 = exists[j == i - 1] "a"
+P4 = #[pred4] "b" >= 1
+PR = #[pred] "a" == 0
+W = #[i - j <= 2] "a" >= 2
+FAR = #[j <= i - 2] "a" > #"b" - 3
+MIX = #"a" + #[j == i - 1] "b" - #[j == i] "a" >= #"b"
+SELF = #[j == i] "a" == 1
+TWO = #[j == i - 1] "a" + #[j == i - 2] "a" == 2
+""")
+
+
+def test_min_max_and_count_conditionals():
+    agree_everywhere("""
+alphabet a b c
+A = #"a"
+B = #"b"
+C = #"c"
+MIN = min(A, B) >= C
+MAX = max(A, B) < C + 1
+MIX = min(A, max(B, C)) == B
+NEGMIN = -min(A, B) + C > 0
+COND = (A if "a" else B) > C
+COND2 = (A if exists "c" else 0) + (B if "a" else C) >= 2
+EQC = (A if "b" else B + 1) == (C if "a" else A)
+""")
+
+
+def test_periodic_predicates_and_guards():
+    agree_everywhere("""
+alphabet a b
+#import pos_even
+E = pos_even
+P3 = pos[i % 3 == 1]
+NP = !pos[i % 4 == 0] && "a"
+G = #[(i - j) % 2 == 0] "a" > #[(i - j) % 2 == 1] "a"
+G3 = #[(i - j) % 3 == 0 && i - j >= 1] "b" >= 1
+POSJ = #("a" && pos[i % 2 == 0]) == #("a" && pos[i % 2 == 1])
+MIXED = (#"a" if pos[i % 2 == 0] else #"b") + (#"b" if pos[i % 3 == 0] else 0) >= 2
+""")
+
+
+def test_nested_counts_and_deep_bool_chains():
+    agree_everywhere("""
+alphabet a b
+D = #"a" - #"b"
+NEG = #(D < 0)
+OK = D == 0 && NEG == 0
+DEEP = #(#(#"a" > #"b") > #"b") >= 2
+CH = (("a" || NEG > 0) && (D > 1 || "b")) || (OK && !"a") || (DEEP && D != 3)
+""")
+
+
+def test_families_and_three_output_kinds():
+    fam = """
+alphabet a b c
+special "<sep>"
+PREV[x] = exists[j == i - 1] Q[x]
+BIGRAM[x, y] = exists (PREV[x] && Q[y])
+SEP = exists[j == i - 1] "<sep>"
+ANY = any(x, Q[x] && BIGRAM[x, "a"])
+ALL = all(x, exists Q[x])
+S = sum(x, #Q[x]) >= 3
+NEXT[y] = SEP && any(x, Q[x] && BIGRAM[x, y])
+"""
+    agree_everywhere(fam + "output accept ANY\n")
+    rng = np.random.default_rng(3)
+    for kind in ("generate", "predict"):
+        p = rasp.parse(fam + f"output {kind} NEXT\n")
+        m = compiler.compile(p)
+        assert m.kind == kind
+        inputs = [[str(s) for s in rng.choice(list(p.symbols), size=n)] for n in (1, 4, 9, 20) for _ in range(8)]
+        for toks in inputs[:6]:
+            assert m.run(toks) == rasp.run(p, toks)
+        same, _, _, _, _ = V.check_inputs(m, inputs, [None] * len(inputs))
+        assert all(same)
+
+
+def test_generator_run_matches_interpreter_and_max_new():
+    p = rasp.load("programs/ur.rasp").with_alphabet(["a", "b", "c"])
+    m = compiler.compile(p)
+    toks = "a b c a <sep> b".split()
+    assert m.run(toks) == rasp.run(p, toks)
+    assert m.run(toks, max_new=0) == []
+    copy = rasp.load("programs/uf.rasp").with_alphabet(["a", "b", "c", "d"])
+    mc = compiler.compile(copy)
+    for toks in (["b", "d", "a", "<sep>"], ["c", "<sep>"], ["a", "b", "c", "d", "<sep>"]):
+        assert mc.run(toks) == rasp.run(copy, toks) == [t for t in toks if t != "<sep>"]
+        assert mc.run(toks, max_new=2) == rasp.run(copy, toks, max_new=2)
+
+
+@settings(max_examples=40)
+@given(programs(alphabet=("a", "b"), fragment="C-RASP[periodic,local]", max_depth=3, max_size=20),
+       st.integers(0, 2**31 - 1))
+def test_random_programs_agree(program, seed):
+    m = compiler.compile(program)
+    rng = np.random.default_rng(seed)
+    inputs = [[str(s) for s in rng.choice(list(program.symbols), size=n)] for n in (1, 2, 3, 5, 8, 13, 40)]
+    if m.kind == "generate":
+        for toks in inputs[:4]:
+            assert m.run(toks, max_new=10) == rasp.run(program, toks, max_new=10)
+    same, _, _, _, _ = V.check_inputs(m, inputs, [None] * len(inputs), max_new=10)
+    assert all(same), str(program)
+
+
+# ----------------------------------------------------------------------------- out of the class
+@pytest.mark.parametrize("text, what", [
+    ('alphabet a b\nX = #[j <= 3] "a" > 1', "j <= 3"),
+    ('alphabet a b\nX = pos[i <= 5] && "a"', "pos[i <= 5]"),
+    ('alphabet a b\nX = #[j == i / 2] "a" > 1', "j == i / 2"),
+])
+def test_out_of_class_is_a_located_error(text, what):
+    p = rasp.parse(text, filename="bad.rasp")
+    with pytest.raises(rasp.RaspError) as info:
+        compiler.compile(p)
+    err = info.value
+    assert "not in C-RASP[periodic, local]" in err.message and "rasp check" in err.message
+    assert err.line == 2 and err.column is not None
+    assert what in err.render() and "bad.rasp:2:" in err.render()
+
+
+def test_rasp_l_program_is_a_located_error():
+    p = rasp.parse('alphabet a b\nT = aggregate(select(indices, indices, ==), tokens, max, -1)\nY = exists "a"')
+    with pytest.raises(rasp.RaspError) as info:
+        compiler.compile(p)
+    assert "not in C-RASP[periodic, local]" in info.value.message
+
+
+# ----------------------------------------------------------------------------- Boolean gates
+class _Ctx:
+    """A context for Boolean forms over plain variables (node ids >= 2), materializing into new ids."""
+
+    def __init__(self):
+        self.next = 100
+        self.defs = {}
+
+    def slot_of(self, n):
+        return 0
+
+    def exclusive(self, a, b):
+        return a[0] == b[0] and a[1] != b[1]
+
+    def forms_exclusive(self, f, g):
+        return all(B.terms_exclusive(self, t, u) for t in f.terms for u in g.terms)
+
+    def materialize(self, f):
+        lit = B.as_lit(f)
+        if lit is not None:
+            return lit
+        n = self.next
+        self.next += 1
+        self.defs[n] = f
+        return (n, False)
+
+    def value(self, f, assign):
+        """Evaluate a form, expanding materialized nodes."""
+        full = dict(assign)
+        for n, g in sorted(self.defs.items()):  # a materialized node only reads earlier ones
+            full[n] = int(g.eval(full))
+        return f.eval(full)
+
+
+def _gate_value(f, assign: dict, bos: bool = False) -> float:
+    """What the MLP neurons of a form output (float64), at a real position or at BOS."""
+    x = {B.BOS: 1.0 if bos else 0.0, B.REAL: 0.0 if bos else 1.0}
+    for n, v in assign.items():
+        x[n] = 0.0 if bos else float(v)
+    return sum(c * max(0.0, sum(w * x[n] for n, w in pre.items())) for pre, c in B.gate_neurons(f))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_boolean_forms_and_gates_are_exact(seed):
+    rnd = random.Random(seed)
+    ctx = _Ctx()
+    vars_ = [2, 3, 4, 5, 6]
+    leaves = [B.lit_form((v, False)) for v in vars_]
+
+    def build(depth):
+        if depth == 0 or rnd.random() < 0.25:
+            f = rnd.choice(leaves)
+            return B.f_not(f) if rnd.random() < 0.3 else f
+        op = rnd.choice(["and", "or", "not", "cond"])
+        if op == "not":
+            return B.f_not(build(depth - 1))
+        if op == "cond":
+            return B.f_cond(ctx, build(depth - 1), build(depth - 1), build(depth - 1))
+        a, b = build(depth - 1), build(depth - 1)
+        return B.f_and(ctx, a, b) if op == "and" else B.f_or(ctx, a, b)
+
+    # the semantic reference: the same random choices evaluated directly
+    state = rnd.getstate()
+    f = build(4)
+    rnd.setstate(state)
+
+    def ref(depth, a):
+        if depth == 0 or rnd.random() < 0.25:
+            v = rnd.choice(vars_)
+            val = a[v]
+            return (not val) if rnd.random() < 0.3 else bool(val)
+        op = rnd.choice(["and", "or", "not", "cond"])
+        if op == "not":
+            return not ref(depth - 1, a)
+        if op == "cond":
+            t, x, y = ref(depth - 1, a), ref(depth - 1, a), ref(depth - 1, a)
+            return x if t else y
+        x, y = ref(depth - 1, a), ref(depth - 1, a)
+        return (x and y) if op == "and" else (x or y)
+
+    for bits in itertools.product((0, 1), repeat=len(vars_)):
+        a = dict(zip(vars_, bits))
+        rnd.setstate(state)
+        want = ref(4, a)
+        assert ctx.value(f, a) == want
+        full = dict(a)
+        for n, g in sorted(ctx.defs.items()):
+            full[n] = int(g.eval(full))
+            assert _gate_value(g, full) == full[n]
+        assert _gate_value(f, full) == float(want)  # exactly 0.0 or 1.0
+        assert _gate_value(f, full, bos=True) == 0.0  # every bool is 0 at BOS
+        for t in f.terms:
+            assert t.W <= B.WEIGHT_CAP
+
+
+def test_threshold_normal_form():
+    assert B.make_thr({(2, False): 1, (3, False): 1}, 3) is False
+    assert B.make_thr({(2, False): 1}, 0) is True
+    t = B.make_thr({(2, False): 1, (2, True): 1}, 1)  # x + not x >= 1: always
+    assert t is True
+    t = B.make_thr({(2, False): 3, (3, False): 3}, 3)  # gcd and clamping: x or y
+    assert t.lits == (((2, False), 1), ((3, False), 1)) and t.theta == 1
+    t = B.make_thr({(2, False): -2, (3, False): 1}, -1)  # -2x + y >= -1  ==  2 (not x) + y >= 1
+    assert t.eval({2: 0, 3: 0}) and t.eval({2: 1, 3: 1}) and not t.eval({2: 1, 3: 0})
+
+
+# ----------------------------------------------------------------------------- precision
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+def test_sign_sublayer_is_exact_at_every_scale(dtype):
+    """(k + 1/2)/(t + 1) for t up to 2^24: the sign group gives exactly 0 or 1 with the right sign."""
+    dt = getattr(torch, dtype)
+    t = torch.cat([torch.arange(1, 5000), torch.randint(5000, 1 << 24, (20000,))]).to(torch.float64)
+    k = torch.randint(-60, 60, t.shape).to(torch.float64)
+    y = ((k + 0.5) / (t + 1)).to(dt)
+    s = y / y.abs().clamp_min(torch.finfo(dt).tiny)
+    b = 0.5 * s + 0.5
+    assert torch.equal(b, (k >= 0).to(dt))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_long_inputs_are_exact(dtype):
+    """Majority and a^n b^n at 131,072 tokens: every prefix agrees with the interpreter, also in
+    bfloat16 (each comparison is one rounded quotient of an exact sum)."""
+    for path, n in (("programs/bin_majority.rasp", 1 << 17), ("programs/dyck1.cr", 1 << 17)):
+        p = rasp.load(path)
+        m = compiler.compile(p)
+        rng = np.random.default_rng(5)
+        data = [s for s in p.alphabet if not s.startswith("<")]
+        # a near-balanced walk keeps the comparisons close (the hard case for precision)
+        toks = [data[int(b)] for b in (rng.random(n) < 0.5)]
+        same, _, _, _, _ = V.check_inputs(m, [toks], [None], dtype=dtype, max_new=4)
+        assert all(same), path
+
+
+def test_cast_warns_when_a_constant_is_not_exact():
+    m = compiler.compile(rasp.parse('alphabet a b\nX = #"a" > 1000'))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m.model("cpu", "bfloat16")
+    assert any("not exactly representable" in str(x.message) for x in w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.model("cpu", "float32")
+
+
+# ----------------------------------------------------------------------------- structure
+def test_layers_size_and_labels():
+    m = compiler.compile(rasp.load("programs/dyck1.cr"))
+    s = m.size
+    assert (s["layers"], s["heads"]) == (2, 4)
+    labels = m.residual_labels
+    assert labels[:4] == ["bos", "real", '"("', '")"'] and "ok" in labels and "D < 0" in labels
+    enc = {r["label"]: r["encoding"] for r in m.config["residual"]}
+    assert enc["D < 0"] == "bool" and enc["bos"] == "flag"
+    assert any(e == "frac" for e in enc.values())
+    # the residual stream holds exactly what the labels say
+    res = m.residual("( ( ) ) )", dtype="float64")
+    col = labels.index("D < 0")
+    assert list(res[:, col]) == [0, 0, 0, 0, 0, 1]
+    # every bool dimension is exactly 0/1, and 0 at BOS
+    for k, r in enumerate(m.config["residual"]):
+        if r["encoding"] == "bool":
+            assert set(np.unique(res[:, k])) <= {0.0, 1.0} and res[0, k] == 0.0
+
+
+def test_same_depth_operations_share_a_layer():
+    p = rasp.parse('alphabet a b c\nX = #"a" > #"b" && #"b" > #"c" && #"c" > 0 && exists[j == i - 1] "a"')
+    m = compiler.compile(p)
+    assert m.size["layers"] == 1 and m.size["heads"] == 4
+    heads = m.config["architecture"]["layers"][0]["heads"]
+    assert sorted(h["kind"] for h in heads) == ["local", "uniform", "uniform", "uniform"]
+    assert isinstance(m.module, CompiledTransformer)
