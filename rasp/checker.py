@@ -50,10 +50,10 @@ are reasons with condition ``C-RASP operations``.
 When the program file belongs to a registered task (:func:`rasp.tasks.task_for_program`), the
 verdict also carries the task's *published* result (:class:`TaskResult`), labelled as such.
 
-**Extension point (RASP-L).** :data:`FRAGMENTS` and :data:`GUARANTEES` already list ``RASP-L``
+**RASP-L.** :data:`FRAGMENTS` and :data:`GUARANTEES` list ``RASP-L``
 (guarantee ``conjectured``: the RASP-L conjecture of Zhou et al., arXiv 2310.16028). Its analysis
-plugs into :func:`check` where marked: a program outside every C-RASP fragment whose reasons are all
-of condition ``C-RASP operations`` is handed to the RASP-L analysis, which returns the verdict with
+is applied at the end of :func:`check`: a program outside every C-RASP fragment that uses RASP-L primitives
+is handed to :func:`rasp.raspl.verdict_for_raspl`, which returns the verdict: the lowered C-RASP fragment, or
 fragment ``RASP-L`` (or ``none`` with its own reasons).
 """
 from __future__ import annotations
@@ -448,14 +448,8 @@ def check(program: Program, *, name: str | None = None, task=None, with_task: bo
         (s, t) for s, t in zip(program.module.statements, rewritten_module.statements)
         if isinstance(s, A.Definition) and s != t
     )
-    if reasons:
-        fragment = "none"
-        # Extension point (RASP-L issue): when every reason has condition "C-RASP operations", the
-        # program is built from RASP-L primitives; the RASP-L analysis decides here whether it is a
-        # RASP-L program (fragment "RASP-L", guarantee "conjectured") and returns its own verdict.
-    else:
-        fragment = _fragment(offsets, periods)
-    return Verdict(
+    fragment = "none" if reasons else _fragment(offsets, periods)
+    verdict = Verdict(
         program=name or program.filename or "<program>",
         fragment=fragment,
         guarantee=GUARANTEES[fragment],
@@ -475,6 +469,14 @@ def check(program: Program, *, name: str | None = None, task=None, with_task: bo
         evidence=evidence,
         source=program.source,
     )
+    if reasons:
+        # RASP-L: a program built with RASP-L primitives either lowers to C-RASP (the lowered
+        # program is the proof), conforms to RASP-L ("conjectured"), or violates it ("none").
+        from . import raspl  # imported here: raspl builds on this module
+
+        if raspl.uses_raspl(program):
+            return raspl.verdict_for_raspl(program, base=verdict)
+    return verdict
 
 
 def rewritten_program(program: Program) -> Program:

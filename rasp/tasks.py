@@ -922,7 +922,7 @@ def _seed_tasks() -> list[Task]:
                      if in_class else "Not in NoPE C-RASP either (a subclass).")
         tasks.append(Task(
             name=name, kind="generate", alphabet=LETTERS, special=(SEP,),
-            program=f"programs/{name.lower()}.rasp" if in_class else None,
+            program=f"programs/{name.lower()}.rasp",  # out-of-class: a RASP-L program (issue 7)
             published_in_class=in_class, published_nope=nope, citation=CITE_J,
             statement=stmt + (construction + ". " if in_class else "") + nope_note +
             " Accuracy: trained from scratch on lengths <= 50; the papers report bins 51-100 only for the "
@@ -958,7 +958,7 @@ def _seed_tasks() -> list[Task]:
         alph = NUMBERS150 if unique else LETTERS
         tasks.append(Task(
             name=name, kind="generate", alphabet=alph, special=(SEP,),
-            program=f"programs/{name.lower()}.rasp" if in_class else None,
+            program=f"programs/{name.lower()}.rasp",  # out-of-class: a RASP-L program (issue 7)
             published_in_class=in_class, published_nope=False, citation=CITE_J,
             statement=stmt + (" NoPE: copy unique needs the local relation (Huang et al.)." if in_class else ""),
             source=JOBANPUTRA, published_accuracy=acc, description=desc, variable_alphabet=True,
@@ -1019,7 +1019,7 @@ def _huang_algorithmic() -> list[Task]:
              description="copy unique: input x1 .. xn <sep>, distinct tokens; output x1 .. xn (same data as UF).",
              _sample=_sample_copy(True), _reference=_copy_reference("copy_unique", False, True),
              _min_length=_const(2), _max_length=lambda alphabet: len(alphabet) + 1, **H),
-        Task(name="copy_repeat", alphabet=("a", "b"), program=None,
+        Task(name="copy_repeat", alphabet=("a", "b"), program="programs/copy_repeat.rasp",
              published_in_class=False, published_nope=False, variable_alphabet=True,
              statement="Not in C-RASP[periodic, local]: copying with repeated tokens has linear communication "
                        "complexity, every C-RASP[pos] function logarithmic (Huang et al., Theorem 12 in the arXiv "
@@ -1028,7 +1028,7 @@ def _huang_algorithmic() -> list[Task]:
              description="copy repeat: input x1 .. xn <sep> over a b (repeats); output x1 .. xn.",
              _sample=_sample_copy(False), _reference=_copy_reference("copy_repeat", False, False),
              _min_length=_const(2), _max_length=_const(None), **H),
-        Task(name="parity", alphabet=("0", "1", "e", "o"), program=None,
+        Task(name="parity", alphabet=("0", "1", "e", "o"), program="programs/parity.rasp",
              published_in_class=False, published_nope=False,
              statement="Not in C-RASP (and not in C-RASP[periodic, local]); also not computable by NoPE "
                        "average-hard attention (Köcher et al. 2025).",
@@ -1036,7 +1036,7 @@ def _huang_algorithmic() -> list[Task]:
              description="parity: input x1 .. xn <sep> over 0 1; output e (even number of 1s) or o (odd).",
              _sample=_sample_parity, _reference=_ref_parity,
              _min_length=_const(2), _max_length=_const(None), **H | {"special": (SEP,)}),
-        Task(name="addition", alphabet=("0", "1"), program=None,
+        Task(name="addition", alphabet=("0", "1"), program="programs/addition.rasp",
              published_in_class=False, published_nope=False,
              statement="Not in C-RASP[periodic, local] as published (Huang et al.; the theory gives no "
                        "guarantee and the trained models fail beyond the training lengths).",

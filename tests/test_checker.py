@@ -306,12 +306,20 @@ def test_constant_atoms_are_sound():
 
 
 # --------------------------------------------------------------------------- tasks: published labels
-WITH_PROGRAM = [t for t in tasks.TASKS.values() if t.program]
+WITH_PROGRAM = [t for t in tasks.TASKS.values() if t.program and t.published_in_class]
+OUT_OF_CLASS = [t for t in tasks.TASKS.values() if t.program and not t.published_in_class]
 
 
 def test_registry_has_programs():
     assert len(WITH_PROGRAM) >= 20
-    assert all(t.published_in_class for t in WITH_PROGRAM)  # out-of-class tasks have no program
+    assert OUT_OF_CLASS, "out-of-class tasks carry RASP-L programs (issue 7)"
+
+
+@pytest.mark.parametrize("task", OUT_OF_CLASS, ids=lambda t: t.name)
+def test_out_of_class_programs_are_never_guaranteed(task):
+    v = check(rasp.load(ROOT / task.program))
+    assert v.guarantee != "guaranteed" and v.fragment in ("RASP-L", "none"), (task.name, v.fragment)
+    assert v.task is not None and v.task.name == task.name and not v.task.published_in_class
 
 
 def _bundled(task) -> rasp.Program:

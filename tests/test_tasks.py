@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 N_PER_BIN = int(os.environ.get("RASP_TASK_SAMPLES", "30"))
 SEED_NAMES = ["UR", "UL", "NRFirst", "NLFirst", "NRLast", "NLLast", "UF", "UB", "NF", "NB"]
 SEED_IN_CLASS = ["UR", "UL", "NRFirst", "NLFirst", "UF", "UB"]
-PROGRAM_TASKS = [n for n, t in T.TASKS.items() if t.program]
+# in-class programs; the RASP-L programs of out-of-class tasks are checked in test_raspl_programs.py
+PROGRAM_TASKS = [n for n, t in T.TASKS.items() if t.program and t.published_in_class]
 
 
 @lru_cache(maxsize=None)
@@ -453,7 +454,7 @@ def test_cli_tasks_json(capsys):
     by = {d["name"]: d for d in data}
     assert by["UR"]["published_in_class"] and not by["NRLast"]["published_in_class"]
     assert not by["NF"]["published_in_class"] and by["UF"]["program"] == "programs/uf.rasp"
-    assert by["parity"]["program"] is None
+    assert by["parity"]["program"] == "programs/parity.rasp"
 
 
 def test_cli_tasks_table(capsys):
