@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..errors import RaspError
 from ._common import add_alphabet_option, add_json_option, load_program
 
 
@@ -19,6 +20,9 @@ def register(sub) -> None:
     )
     p.add_argument("program", help="a .cr or .rasp file")
     p.add_argument("-o", "--output", metavar="DIR", help="write model.safetensors and config.json to DIR")
+    p.add_argument("--max-length", type=int, metavar="N",
+                   help="RASP-L programs that do not lower to C-RASP: compile a bounded model, exact on "
+                   "sequences of at most N tokens (absolute position features up to N)")
     add_alphabet_option(p)
     add_json_option(p)
     p.set_defaults(func=run)
@@ -27,8 +31,13 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import compiler  # torch is imported only when a command needs it
 
+    from compiler.bounded import compile_raspl, max_length_of
+
+    if args.max_length is not None and args.max_length < 1:
+        raise RaspError("--max-length must be at least 1")
     program = load_program(args.program, args.alphabet)
-    model = compiler.compile(program)
+    model = compile_raspl(program, max_length=args.max_length)  # plain C-RASP: compiler.compile
+    bound = max_length_of(model)
     files = []
     if args.output:
         path = model.save(args.output)
@@ -36,9 +45,11 @@ def run(args: argparse.Namespace) -> int:
     size = model.size
     if args.json:
         print(json.dumps({"program": args.program, **size, "compile_seconds": round(model.compile_seconds, 6),
-                          "output_kind": model.kind, "files": files}))
+                          "output_kind": model.kind, "files": files, "max_length": bound}))
     else:
         print(f"{args.program}: {model.summary()} (compiled in {model.compile_seconds:.3f} s)")
+        if bound is not None:
+            print(f"bounded model: exact on sequences of at most {bound} tokens, no claim beyond (see rasp check)")
         if files:
             print(f"wrote {files[0]} and {files[1]}")
     return 0
