@@ -73,14 +73,25 @@ def resolve_dtype(dtype) -> torch.dtype:
 DENSE_MAX = 1 << 16
 #: ... and so is one whose sparse work (nnz times this factor) would exceed the dense work
 SPARSE_FACTOR = 32
+#: a product restricted to the rows and columns it uses is computed densely up to this size ...
+SUBDENSE_MAX = 1 << 24
+#: ... and this many times its number of nonzeros (a BLAS product beats a gather by about this much)
+SUBDENSE_FACTOR = 64
+#: reads of at most this many contiguous feature runs are slices (no copy)
+MAX_RUNS = 8
 #: the gather path handles at most this many (row, nonzero) products at once
 GATHER_CHUNK = 1 << 24
 
 
 class SparseMatrix(nn.Module):
-    """A weight tensor stored as coordinates (``indices``, (ndim, nnz) int64) and ``values``. Products
-    are dense matmuls for small or dense tensors and gather/``index_add_`` otherwise (the same linear
-    map; almost all entries of a compiled model are 0)."""
+    """A weight tensor stored as coordinates (``indices``, (ndim, nnz) int64) and ``values``.
+
+    The model keeps activations **feature-major**, (batch, features, positions), so reading a few
+    features is a copy of contiguous rows. Products ``W x`` use one of three equivalent strategies:
+    ``dense`` (small or dense tensors), ``subdense`` (a dense product of the features the matrix
+    reads, written to the features it writes: a typical MLP or value matrix reads a few hundred of
+    tens of thousands of dimensions), or ``gather`` (``index_select`` of the read features, scaled,
+    ``index_add_`` into the written ones)."""
 
     def __init__(self, shape, indices: torch.Tensor, values: torch.Tensor) -> None:
         super().__init__()
@@ -90,9 +101,20 @@ class SparseMatrix(nn.Module):
         numel = 1
         for x in self.shape:
             numel *= x
-        self.use_dense = numel <= DENSE_MAX or numel <= SPARSE_FACTOR * values.numel()
+        nnz = int(values.numel())
+        self.mode = "dense"
+        if len(self.shape) == 2:
+            rows, cols = self.indices
+            self.rows_used = torch.unique(rows)
+            self.cols_used = torch.unique(cols)
+            sub = len(self.rows_used) * len(self.cols_used)
+            if nnz and numel > DENSE_MAX and numel > SPARSE_FACTOR * nnz:
+                self.mode = "subdense" if sub <= SUBDENSE_MAX and sub <= SUBDENSE_FACTOR * nnz else "gather"
         self._dense = None
+        self._sub = None
         self._rows = None
+        self._runs = None
+        self._plain = None
 
     @property
     def nnz(self) -> int:
@@ -107,36 +129,80 @@ class SparseMatrix(nn.Module):
             self._dense = d
         return d
 
+    def _subdense(self):
+        if self._sub is None or self._sub[2].dtype != self.values.dtype:
+            rows, cols = self.indices
+            r_ix = torch.searchsorted(self.rows_used, rows)
+            c_ix = torch.searchsorted(self.cols_used, cols)
+            sub = torch.zeros((len(self.rows_used), len(self.cols_used)), dtype=self.values.dtype,
+                              device=self.values.device)
+            sub.index_put_((r_ix, c_ix), self.values, accumulate=True)
+            self._sub = (self.rows_used.to(self.values.device), self.cols_used.to(self.values.device), sub)
+        return self._sub
+
+    def _read(self, sub: torch.Tensor, c: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``sub @ x[:, c]``; when c is a few contiguous runs of features, as slices (no copy)."""
+        if self._runs is None:
+            cl = c.tolist()
+            runs, start = [], 0
+            for k in range(1, len(cl) + 1):
+                if k == len(cl) or cl[k] != cl[k - 1] + 1:
+                    runs.append((start, k, cl[start]))
+                    start = k
+            self._runs = runs if len(runs) <= MAX_RUNS else []
+        if len(c) == x.shape[1]:
+            return sub @ x
+        if not self._runs:
+            return sub @ x.index_select(1, c)
+        out = None
+        for a, b, f in self._runs:
+            part = sub[:, a:b] @ x[:, f:f + (b - a)]
+            out = part if out is None else out.add_(part)
+        return out
+
     def apply(self, x: torch.Tensor) -> torch.Tensor:
-        """``x @ W.T`` for a matrix W of shape (out, in)."""
+        """``W x`` for W of shape (out, in) and x of shape (batch, in, positions): (batch, out, positions)."""
         out_dim = self.shape[0]
         if self.nnz == 0:
-            return x.new_zeros(*x.shape[:-1], out_dim)
-        if self.use_dense:
-            return x @ self.dense().T
-        return self._gather_into(x.new_zeros(*x.shape[:-1], out_dim), x)
+            return x.new_zeros(x.shape[0], out_dim, x.shape[2])
+        if self.mode == "dense":
+            return self.dense() @ x
+        if self.mode == "subdense":
+            r, c, sub = self._subdense()
+            z = self._read(sub, c, x)
+            if len(r) == out_dim:
+                return z
+            out = x.new_zeros(x.shape[0], out_dim, x.shape[2])
+            return out.index_copy_(1, r, z)
+        return self._gather_into(x.new_zeros(x.shape[0], out_dim, x.shape[2]), x)
 
     def add_apply(self, y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """``y + x @ W.T`` (in place on y when sparse)."""
+        """``y + W x``, in place on y (only the rows W writes are touched)."""
         if self.nnz == 0:
             return y
-        if self.use_dense:
-            return y + x @ self.dense().T
-        return self._gather_into(y, x)
+        if self.mode == "gather":
+            return self._gather_into(y, x)
+        r, c, sub = self._subdense()
+        return y.index_add_(1, r, self._read(sub, c, x))
 
     def _gather_into(self, y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         rows, cols = self.indices
-        X = x.reshape(-1, x.shape[-1])
-        Y = y.reshape(-1, y.shape[-1])
-        step = max(1, GATHER_CHUNK // self.nnz)
-        for s in range(0, X.shape[0], step):
-            Y[s:s + step].index_add_(1, rows, X[s:s + step, cols] * self.values)
-        return Y.reshape(y.shape)
+        if self._plain is None:  # W writes column k of x to row rows[k] (a sublayer's output map)
+            self._plain = bool(torch.equal(cols, torch.arange(len(cols), device=cols.device))
+                               and len(cols) == self.shape[1] and bool((self.values == 1).all()))
+        if self._plain:
+            return y.index_add_(1, rows, x)
+        vals = self.values[:, None]
+        nz = max(1, GATHER_CHUNK // max(1, x.shape[2]))  # nonzeros per chunk
+        for b in range(x.shape[0]):
+            for s in range(0, self.nnz, nz):
+                g = x[b].index_select(0, cols[s:s + nz])
+                g.mul_(vals[s:s + nz])
+                y[b].index_add_(0, rows[s:s + nz], g)
+        return y
 
     def lookup(self, ids: torch.Tensor) -> torch.Tensor:
-        """Rows ``W[ids]`` as dense vectors (embedding lookup)."""
-        if self.use_dense:
-            return self.dense()[ids]
+        """Rows ``W[ids]`` as feature-major vectors: ids (batch, positions) -> (batch, d, positions)."""
         if self._rows is None or self._rows[1].dtype != self.values.dtype:
             rows, cols = self.indices
             counts = torch.bincount(rows, minlength=self.shape[0])
@@ -149,10 +215,10 @@ class SparseMatrix(nn.Module):
             pv[rows, slot] = self.values
             self._rows = (pc, pv)
         pc, pv = self._rows
-        flat = ids.reshape(-1)
-        out = torch.zeros((flat.numel(), self.shape[1]), dtype=self.values.dtype, device=ids.device)
-        out.scatter_add_(1, pc[flat], pv[flat])
-        return out.reshape(*ids.shape, self.shape[1])
+        B, T = ids.shape
+        out = torch.zeros((B, self.shape[1], T), dtype=self.values.dtype, device=ids.device)
+        out.scatter_add_(1, pc[ids].transpose(1, 2), pv[ids].transpose(1, 2))
+        return out
 
 
 class _Mats(nn.Module):
@@ -162,14 +228,14 @@ class _Mats(nn.Module):
             self.add_module(k, SparseMatrix(shape, idx, vals))
 
 
-def _as_tensor(a, dtype=None):
+def _as_tensor(a):
     return a if isinstance(a, torch.Tensor) else torch.from_numpy(a)
 
 
 class CompiledTransformer(nn.Module):
     """The compiled transformer. ``arch`` is the architecture dict of :mod:`compiler.weights`,
     ``tensors`` maps each weight name to ``(shape, indices, values)`` (coordinates, see
-    :class:`SparseMatrix`)."""
+    :class:`SparseMatrix`). Activations are feature-major internally: (batch, d_model, positions)."""
 
     def __init__(self, arch: dict, tensors: dict) -> None:
         super().__init__()
@@ -193,6 +259,8 @@ class CompiledTransformer(nn.Module):
             sub.local = [h for h, s in enumerate(kinds) if s["kind"] == "local"]
             sub.local_offsets = [int(s["offset"]) for s in kinds if s["kind"] == "local"]
             sub.n_heads = len(kinds)
+            # contiguous runs are slices (cheaper than index lists)
+            sub.uniform_ix = _slice_or_index(sub.uniform)
             self.layers.append(sub)
         self.readout = _Mats({"W_U": tensors["readout.W_U"]})
 
@@ -225,21 +293,6 @@ class CompiledTransformer(nn.Module):
         return CompiledTransformer(self.arch, {k: (shape, idx.to(device), v.to(device=device, dtype=dtype))
                                                for k, (shape, idx, v) in w.items()})
 
-    @property
-    def n_parameters(self) -> int:
-        """Dense parameter count (every entry of every weight matrix)."""
-        total = 0
-        for shape, _, _ in self.weights().values():
-            n = 1
-            for x in shape:
-                n *= x
-            total += n
-        return total
-
-    @property
-    def n_nonzero(self) -> int:
-        return sum(int((v != 0).sum()) for _, _, v in self.weights().values())
-
     def pick_backend(self, backend: str = "auto") -> str:
         if backend not in BACKENDS:
             from rasp.errors import RaspError
@@ -250,14 +303,15 @@ class CompiledTransformer(nn.Module):
             return "sdpa"
         return "scan"
 
-    # ------------------------------------------------------------------ pieces
+    # ------------------------------------------------------------------ pieces (feature-major)
     def embed_tokens(self, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Embedding of token ids at input positions p (0-based; the BOS id gets no positional part)."""
+        """Embedding of token ids (B, T) at input positions p (0-based; BOS gets no positional part):
+        (B, d_model, T)."""
         x = self.embed.token.lookup(ids)
-        not_bos = (ids != self.arch["bos_id"]).unsqueeze(-1).to(x.dtype)
+        not_bos = (ids != self.arch["bos_id"]).unsqueeze(1).to(x.dtype)
         for M in self.arch["periods"]:
             table = getattr(self.embed, f"periodic_{M}")
-            x = x + table.lookup(torch.remainder(positions, M)) * not_bos
+            x += table.lookup(torch.remainder(positions, M)) * not_bos
         return x
 
     def embed_sequence(self, ids: torch.Tensor) -> torch.Tensor:
@@ -269,19 +323,19 @@ class CompiledTransformer(nn.Module):
 
     @staticmethod
     def sign(sub, x: torch.Tensor) -> torch.Tensor:
-        k = sub.sign.W_in.shape[0]
-        if k == 0:
+        if sub.sign.W_in.shape[0] == 0:
             return x
-        y = sub.sign.W_in.apply(x)
-        rms = y.abs().clamp_min(torch.finfo(y.dtype).tiny)  # rms of the mean-zero pair (y, -y)
-        s = y / rms
-        return sub.sign.W_out.add_apply(x, sub.sign.gamma.dense() * s + sub.sign.beta.dense())
+        y = sub.sign.W_in.apply(x)  # (B, k, T)
+        rms = y.abs().clamp_min_(torch.finfo(y.dtype).tiny)  # rms of the mean-zero pair (y, -y) is |y|
+        s = y.div_(rms)
+        s = s.mul_(sub.sign.gamma.dense()[:, None]).add_(sub.sign.beta.dense()[:, None])
+        return sub.sign.W_out.add_apply(x, s)
 
     @staticmethod
     def mlp(sub, x: torch.Tensor) -> torch.Tensor:
         if sub.mlp.W_1.shape[0] == 0:
             return x
-        return sub.mlp.W_2.add_apply(x, torch.relu(sub.mlp.W_1.apply(x)))
+        return sub.mlp.W_2.add_apply(x, torch.relu_(sub.mlp.W_1.apply(x)))
 
     def attention(self, sub, x: torch.Tensor, backend: str, collect: list | None = None) -> torch.Tensor:
         a = sub.attn
@@ -289,32 +343,36 @@ class CompiledTransformer(nn.Module):
             if collect is not None:
                 collect.append(None)
             return x
-        v = a.W_V.apply(x)  # (B, T, H)
+        v = a.W_V.apply(x)  # (B, H, T)
         if collect is not None:
             collect.append(v)
         if backend == "dense":
             return a.W_O.add_apply(x, self._attention_dense(sub, x, v))
-        B, T, _ = x.shape
-        parts = torch.zeros_like(v)
+        B, H, T = v.shape
+        parts = torch.zeros_like(v) if sub.local else None
         if sub.uniform:
-            vu = v[..., sub.uniform]
+            vu = v[:, sub.uniform_ix]
             if backend == "sdpa":
-                parts[..., sub.uniform] = _sdpa_uniform(vu)
+                mean = _sdpa_uniform(vu.transpose(1, 2)).transpose(1, 2)
             else:
-                denom = torch.arange(1, T + 1, device=x.device, dtype=torch.float64).unsqueeze(-1)
-                parts[..., sub.uniform] = (vu.to(torch.float64).cumsum(dim=1) / denom).to(x.dtype)
+                denom = torch.arange(1, T + 1, device=x.device, dtype=torch.float64)
+                mean = vu.to(torch.float64).cumsum_(dim=2).div_(denom).to(x.dtype)
+            if parts is None:
+                parts = mean if len(sub.uniform) == H else torch.zeros_like(v).index_copy_(
+                    1, torch.as_tensor(sub.uniform, device=x.device), mean)
+            else:
+                parts[:, sub.uniform_ix] = mean
         for d, idx in sub.local_groups:
-            vl = v[..., idx]
+            vl = v[:, idx]
             k = min(d, T)
-            parts[..., idx] = torch.cat([vl[:, :1].expand(B, k, len(idx)), vl[:, : T - k]], dim=1)
+            parts[:, idx] = torch.cat([vl[:, :, :1].expand(B, len(idx), k), vl[:, :, : T - k]], dim=2)
         return a.W_O.add_apply(x, parts)
 
     def _attention_dense(self, sub, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """The reference: explicit logits with the positional term, softmax, weighted values."""
         a = sub.attn
-        B, T, _ = x.shape
-        q, k = a.W_Q.apply(x), a.W_K.apply(x)  # (B, T, H)
-        H = v.shape[-1]
+        q, k = a.W_Q.apply(x), a.W_K.apply(x)  # (B, H, T)
+        B, H, T = v.shape
         t = torch.arange(T, device=x.device)
         rel = t[:, None] - t[None, :]  # query - key
         bias = torch.full((H, T, T), float("-inf"), dtype=x.dtype, device=x.device)
@@ -325,13 +383,13 @@ class CompiledTransformer(nn.Module):
             else:
                 allowed = rel >= 0
             bias[h][allowed] = 0
-        logits = q.permute(0, 2, 1)[..., :, None] * k.permute(0, 2, 1)[..., None, :] + bias  # (B, H, T, T)
+        logits = q[..., :, None] * k[..., None, :] + bias  # (B, H, T, T)
         probs = torch.softmax(logits, dim=-1)
-        return (probs @ v.permute(0, 2, 1)[..., None]).squeeze(-1).permute(0, 2, 1)  # (B, T, H)
+        return (probs @ v[..., None]).squeeze(-1)  # (B, H, T)
 
     # ------------------------------------------------------------------ forward
-    def residual(self, ids: torch.Tensor, backend: str = "auto", collect: list | None = None) -> torch.Tensor:
-        """The final residual stream (B, n + 1, d_model), BOS at index 0."""
+    def residual_fm(self, ids: torch.Tensor, backend: str = "auto", collect: list | None = None) -> torch.Tensor:
+        """The final residual stream, feature-major: (B, d_model, n + 1), BOS at position 0."""
         backend = self.pick_backend(backend)
         x = self.embed_sequence(ids)
         for sub in self.layers:
@@ -340,11 +398,16 @@ class CompiledTransformer(nn.Module):
             x = self.mlp(sub, x)
         return x
 
+    def residual(self, ids: torch.Tensor, backend: str = "auto") -> torch.Tensor:
+        """The final residual stream (B, n + 1, d_model), BOS at index 0."""
+        with torch.no_grad():
+            return self.residual_fm(ids, backend).transpose(1, 2)
+
     def forward(self, ids: torch.Tensor, backend: str = "auto") -> torch.Tensor:
         """Output bools (B, n, n_outputs) at every input position."""
         with torch.no_grad():
-            x = self.residual(ids, backend)
-            return self.readout.W_U.apply(x[:, 1:]) > 0.5
+            x = self.residual_fm(ids, backend)
+            return (self.readout.W_U.apply(x[:, :, 1:]) > 0.5).transpose(1, 2)
 
     # ------------------------------------------------------------------ generation
     @torch.no_grad()
@@ -362,14 +425,15 @@ class CompiledTransformer(nn.Module):
                 ids[k, : len(seqs[r])] = torch.as_tensor(seqs[r], dtype=torch.long)
             lengths = torch.as_tensor([len(seqs[r]) for r in group], device=self.device)
             collect: list = []
-            x = self.residual(ids, backend, collect)
-            lasts.append(x[torch.arange(len(group), device=self.device), lengths])  # last token: t = length
+            x = self.residual_fm(ids, backend, collect)
+            rows = torch.arange(len(group), device=self.device)
+            lasts.append(x[rows, :, lengths])  # the last token sits at t = length: (group, d)
             states.append(self._prefill_state(collect, lengths))
             order += group
             del x, collect
         inv = torch.empty(B, dtype=torch.long, device=self.device)
         inv[torch.as_tensor(order, device=self.device)] = torch.arange(B, device=self.device)
-        last = torch.cat(lasts)[inv]
+        last = torch.cat(lasts)[inv][:, :, None]  # (B, d, 1)
         state = [None if parts[0] is None else {k: torch.cat([p[k] for p in parts])[inv] for k in parts[0]}
                  for parts in zip(*states)]
         lengths = torch.as_tensor([len(s) for s in seqs], device=self.device)
@@ -377,7 +441,7 @@ class CompiledTransformer(nn.Module):
         active = list(range(B))
         t = lengths.clone()  # t of the last token of each (active) row
         while True:
-            out = self.readout.W_U.apply(last) > 0.5  # (len(active), n_out)
+            out = self.readout.W_U.apply(last)[:, :, 0] > 0.5  # (len(active), n_out)
             keep, toks = [], []
             for k, r in enumerate(active):
                 if len(generated[r]) >= limits[r]:
@@ -408,37 +472,43 @@ class CompiledTransformer(nn.Module):
                 continue
             s = {}
             if sub.uniform:
-                cs = v[..., sub.uniform].to(torch.float64).cumsum(dim=1)
-                s["sum"] = cs[rows, lengths]  # sum over t' = 0..length
+                cs = v[:, sub.uniform_ix].to(torch.float64).cumsum(dim=2)
+                s["sum"] = cs[rows, :, lengths]  # sum over t' = 0..length: (B, n_uniform)
             if sub.local:
                 D = max(sub.local_offsets)
                 # buf[:, k] = value at t - k (k = 0..D-1), clamped to BOS for t - k <= 0
                 pos = (lengths[:, None] - torch.arange(D, device=self.device)[None, :]).clamp_min(0)
-                vl = v[..., sub.local]
+                vl = v[:, sub.local].transpose(1, 2)  # (B, T, n_local)
                 s["buf"] = vl[rows[:, None], pos]  # (B, D, n_local)
             state.append(s)
         return state
 
     def _step(self, state: list, toks: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        """Residual at new position t (per row) for new tokens; updates the caches in place."""
-        x = self.embed_tokens(toks, t - 1)
+        """Residual (B, d, 1) at new position t (per row) for new tokens; updates the caches."""
+        x = self.embed_tokens(toks[:, None], (t - 1)[:, None])
         for sub, s in zip(self.layers, state):
             a = sub.attn
             if s is not None:
-                v = a.W_V.apply(x)  # (B, H)
+                v = a.W_V.apply(x)[:, :, 0]  # (B, H)
                 parts = torch.zeros_like(v)
                 if sub.uniform:
-                    s["sum"] = s["sum"] + v[:, sub.uniform].to(torch.float64)
-                    parts[:, sub.uniform] = (s["sum"] / (t.to(torch.float64) + 1)[:, None]).to(x.dtype)
+                    s["sum"] = s["sum"] + v[:, sub.uniform_ix].to(torch.float64)
+                    parts[:, sub.uniform_ix] = (s["sum"] / (t.to(torch.float64) + 1)[:, None]).to(x.dtype)
                 if sub.local:
                     # before the push buf[:, k] holds the value at (t - 1) - k, so t - d is buf[d - 1]
                     for j, d in enumerate(sub.local_offsets):
                         parts[:, sub.local[j]] = s["buf"][:, d - 1, j]
                     s["buf"] = torch.cat([v[:, sub.local][:, None], s["buf"][:, :-1]], dim=1)
-                x = a.W_O.add_apply(x, parts)
+                x = a.W_O.add_apply(x, parts[:, :, None])
             x = self.sign(sub, x)
             x = self.mlp(sub, x)
         return x
+
+
+def _slice_or_index(ix: list[int]):
+    if ix and ix == list(range(ix[0], ix[-1] + 1)):
+        return slice(ix[0], ix[-1] + 1)
+    return ix
 
 
 #: inputs are run in groups of at most this many (padded) tokens

@@ -57,8 +57,10 @@ def _compiled(path: Path):
         p = _program(path)
         if not check(p, with_task=False).in_class:
             _COMPILED[path] = None
-        else:
-            _COMPILED[path] = compiler.compile(p)
+        else:  # RASP-L programs that lower compile through their lowering (compiler.bounded)
+            from compiler.bounded import compile_raspl
+
+            _COMPILED[path] = compile_raspl(p)
     return _COMPILED[path]
 
 

@@ -214,11 +214,12 @@ def test_out_of_class_is_a_located_error(text, what):
     assert what in err.render() and "bad.rasp:2:" in err.render()
 
 
-def test_rasp_l_program_is_a_located_error():
+def test_rasp_l_primitives_are_a_located_error_for_compile():
+    """compiler.compile takes C-RASP; RASP-L programs go through compiler.bounded.compile_raspl."""
     p = rasp.parse('alphabet a b\nT = aggregate(select(indices, indices, ==), tokens, max, -1)\nY = exists "a"')
     with pytest.raises(rasp.RaspError) as info:
         compiler.compile(p)
-    assert "not in C-RASP[periodic, local]" in info.value.message
+    assert "RASP-L operation" in info.value.message and info.value.line == 2
 
 
 # ----------------------------------------------------------------------------- Boolean gates

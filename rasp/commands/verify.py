@@ -44,6 +44,9 @@ def register(sub) -> None:
     p.add_argument("--start", type=int, default=16, help="find-limit: first length (default 16)")
     p.add_argument("--max-length", type=int, default=None, help="find-limit: stop after this length")
     p.add_argument("--max-new", type=int, default=None, help="generators: tokens to generate at most")
+    p.add_argument("--inputs", choices=["task", "uniform"], default="task",
+                   help="task: the registered task's sampler when there is one (default); uniform: uniform over "
+                   "the data alphabet (any length, also beyond a task's longest input)")
     p.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default 0)")
     add_alphabet_option(p)
     add_json_option(p)
@@ -74,13 +77,18 @@ def run(args: argparse.Namespace) -> int:
             raise RaspError("--alphabet cannot change a compiled model", hint="recompile: rasp compile PROGRAM --alphabet ... -o DIR")
         model = compiler.load(target)
     else:
-        model = compiler.compile(load_program(args.target, args.alphabet))
+        from compiler.bounded import compile_raspl  # plain C-RASP: compiler.compile; RASP-L: its lowering
+
+        model = compile_raspl(load_program(args.target, args.alphabet))
     program = model.program
-    task = V.task_for(program)
+    task = V.task_for(program) if args.inputs == "task" else None
     sampler = f"task {task.name}" if task is not None else "uniform over the alphabet"
     rng = np.random.default_rng(args.seed)
     rows, limits = [], []
     tmax = V.task_max_length(task, program)
+    bound = (model.config.get("raspl") or {}).get("max_length")  # a bounded RASP-L model (compiler.bounded)
+    if bound:
+        tmax = bound if tmax is None else min(tmax, bound)
     skipped = []
     for dt in dtypes:
         for n in args.lengths:
@@ -95,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             lim_rows: list = []
             limits.append(V.find_limit(model, task, dt, samples=args.samples, rng=rng, device=device,
                                        backend=args.backend, start=args.start, budget_s=args.budget,
-                                       max_length=args.max_length, max_new=args.max_new, rows=lim_rows))
+                                       max_length=min(x for x in (args.max_length, bound) if x) if (args.max_length or bound) else None,
+                                       max_new=args.max_new, rows=lim_rows))
             rows += lim_rows
             if not args.json:
                 for k, r in enumerate(lim_rows):
@@ -110,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
         }))
     else:
         if skipped:
-            print(f"skipped lengths {', '.join(map(str, sorted(set(skipped))))}: longer than the task's longest input ({tmax})")
+            why = "the model's bound (compiled with --max-length)" if bound and tmax == bound else "the task's longest input"
+            print(f"skipped lengths {', '.join(map(str, sorted(set(skipped))))}: longer than {why} ({tmax})")
         for lim in limits:
             print(f"find-limit {lim['dtype']}: longest exact length {lim['longest_exact']} "
                   f"(stopped: {lim['stopped']}; {lim['seconds']:.1f} s)")
