@@ -40,9 +40,9 @@ def one(args) -> dict:
     import numpy as np
     import torch
 
-    import compiler
     import rasp
     from compiler import verify as V
+    from compiler.bounded import compile_raspl  # C-RASP as is; RASP-L through its exact lowering
     from rasp.checker import check
 
     torch.set_num_threads(args.threads)
@@ -56,7 +56,7 @@ def one(args) -> dict:
     if len(program.alphabet) > 30:
         if args.full_alphabet:
             t0 = time.perf_counter()
-            m = compiler.compile(program)
+            m = compile_raspl(program)
             out["full"] = {"compile_s": time.perf_counter() - t0, "alphabet": len(program.alphabet), **m.size}
             del m
         program = program.with_alphabet([str(k) for k in range(args.big_alphabet)])
@@ -64,7 +64,7 @@ def one(args) -> dict:
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        model = compiler.compile(program)
+        model = compile_raspl(program)
         times.append(time.perf_counter() - t0)
         if times[-1] > 1.0:
             break
@@ -75,7 +75,7 @@ def one(args) -> dict:
     m = model.model(device, "float32")
     rng = np.random.default_rng(0)
     out["throughput"] = {}
-    for n in (4096, 65536):
+    for n in [int(x) for x in args.sizes.split(",")]:
         ids = torch.as_tensor(rng.integers(0, len(program.symbols), size=(1, n)), device=m.device)
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()
@@ -111,15 +111,16 @@ def _fmt_rate(r: float) -> str:
     return f"{r / 1e6:.2f}M" if r >= 1e6 else f"{r / 1e3:.0f}k"
 
 
-def table(results: list[dict], dtypes: list[str]) -> str:
-    head = ("| program | \\|Σ\\| | compile | layers | heads | d_model | parameters (nonzero) | tok/s @4,096 | "
-            "tok/s @65,536 | peak mem @65,536 | " + " | ".join(f"exact ≤ ({d})" for d in dtypes) + " |")
-    lines = [head, "|" + "---|" * (10 + len(dtypes))]
+def table(results: list[dict], dtypes: list[str], sizes: list[str]) -> str:
+    head = ("| program | \\|Σ\\| | compile | layers | heads | d_model | parameters (nonzero) | "
+            + " | ".join(f"tok/s @{int(n):,}" for n in sizes) + f" | peak mem @{int(sizes[-1]):,} | "
+            + " | ".join(f"exact ≤ ({d})" for d in dtypes) + " |")
+    lines = [head, "|" + "---|" * (8 + len(sizes) + len(dtypes))]
     for r in results:
         if not r.get("in_class"):
             continue
         if "error" in r:
-            lines.append(f"| {r['program']} | | error: {r['error']} |" + " |" * (8 + len(dtypes)))
+            lines.append(f"| {r['program']} | | error: {r['error']} |" + " |" * (6 + len(sizes) + len(dtypes)))
             continue
         th = r["throughput"]
         lims = {x["dtype"]: x for x in r["limits"]}
@@ -133,9 +134,9 @@ def table(results: list[dict], dtypes: list[str]) -> str:
                 cells.append(f"{x['longest_exact']:,}{mark}" if x["longest_exact"] else f"none{mark}")
         lines.append(
             f"| {r['program']} | {r['alphabet']} | {r['compile_s'] * 1000:.0f} ms | {r['layers']} | {r['heads']} | "
-            f"{r['d_model']} | {r['parameters']:,} ({r['nonzero']:,}) | {_fmt_rate(th['4096']['tokens_per_s'])} | "
-            f"{_fmt_rate(th['65536']['tokens_per_s'])} | {_fmt_bytes(th['65536']['peak_bytes'])} | "
-            + " | ".join(cells) + " |")
+            f"{r['d_model']} | {r['parameters']:,} ({r['nonzero']:,}) | "
+            + " | ".join(_fmt_rate(th[n]['tokens_per_s']) for n in sizes)
+            + f" | {_fmt_bytes(th[sizes[-1]]['peak_bytes'])} | " + " | ".join(cells) + " |")
     full = [r for r in results if r.get("full")]
     if full:
         lines += ["", "Full alphabets (compile only):", "",
@@ -157,6 +158,7 @@ def main() -> int:
     ap.add_argument("--max-length", type=int, default=1 << 22)
     ap.add_argument("--samples", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--sizes", default="4096,65536", help="input lengths for the throughput columns")
     ap.add_argument("--big-alphabet", type=int, default=16)
     ap.add_argument("--full-alphabet", action="store_true", help="also compile large alphabets in full")
     ap.add_argument("--json-out", default=str(ROOT / "benchmarks" / "compiled.json"))
@@ -175,7 +177,7 @@ def main() -> int:
     for p in paths:
         cmd = [sys.executable, __file__, "--one", str(p), "--device", args.device, "--dtypes", args.dtypes,
                "--budget", str(args.budget), "--start", str(args.start), "--max-length", str(args.max_length),
-               "--samples", str(args.samples), "--threads", str(args.threads),
+               "--samples", str(args.samples), "--threads", str(args.threads), "--sizes", args.sizes,
                "--big-alphabet", str(args.big_alphabet)] + (["--full-alphabet"] if args.full_alphabet else [])
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
@@ -192,7 +194,7 @@ def main() -> int:
             "torch": __import__("torch").__version__, "budget_s": args.budget, "start": args.start,
             "max_length": args.max_length, "samples": args.samples, "cpu_count": os.cpu_count()}
     Path(args.json_out).write_text(json.dumps({"meta": meta, "results": results}, indent=1) + "\n")
-    print(table(results, args.dtypes.split(",")))
+    print(table(results, args.dtypes.split(","), args.sizes.split(",")))
     print(f"\n{meta}")
     return 0
 
