@@ -20,7 +20,10 @@ from naive import naive_output, naive_values
 FRAGMENT_NAMES = ["C-RASP", "C-RASP[local]", "C-RASP[periodic]", "C-RASP[periodic,local]"]
 MAX_NEW = 4  # generators: tokens generated per input (naive generation is quadratic per step)
 
-any_fragment = st.sampled_from(FRAGMENT_NAMES + ["any"]).flatmap(lambda f: programs(fragment=f))
+ALPHABETS = [("a", "b"), ("a",), ("0", "1", "2"), ("if", "<t>")]  # bare, numeric, keyword and quoted symbols
+any_fragment = st.tuples(
+    st.sampled_from(FRAGMENT_NAMES + ["any"]), st.sampled_from(ALPHABETS), st.sampled_from([(), ("<s>",)]),
+).flatmap(lambda fas: programs(fas[1], fragment=fas[0], special=fas[2]))
 in_class = st.sampled_from(FRAGMENT_NAMES).flatmap(lambda f: programs(fragment=f))
 
 
