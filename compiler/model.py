@@ -345,7 +345,7 @@ class CompiledTransformer(nn.Module):
             return x
         v = a.W_V.apply(x)  # (B, H, T)
         if collect is not None:
-            collect.append(v)
+            collect.append(v.clone())  # the backends below may average v in place
         if backend == "dense":
             return a.W_O.add_apply(x, self._attention_dense(sub, x, v))
         B, H, T = v.shape
