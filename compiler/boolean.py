@@ -48,8 +48,9 @@ from typing import Callable, Protocol
 
 BOS, REAL = 0, 1  # node ids of the two flag features
 
-#: the largest total weight of a threshold term (keeps preactivations exact in bfloat16)
-WEIGHT_CAP = 128
+#: the largest total weight of a threshold term (preactivations are integers of magnitude at most
+#: this, exact in bfloat16's 8-bit significand up to 256)
+WEIGHT_CAP = 255
 #: the most terms a conjunction may distribute into (a product of two sums)
 PRODUCT_CAP = 64
 #: the most exclusive terms a form keeps before an operand is materialized
@@ -347,6 +348,17 @@ def truth_table(fn: Callable[[dict], bool], nodes) -> Form:
     return norm(Form(tuple(minterm(b) for b in false_pts), True))
 
 
+def _and_quiet(ctx: Context, f: Form, g: Form):
+    """The conjunction when it needs no gate (constants, or forms that combine), else None."""
+    if f == FALSE or g == FALSE:
+        return FALSE
+    if f == TRUE:
+        return g
+    if g == TRUE:
+        return f
+    return _try_and(ctx, norm(f), norm(g))
+
+
 def f_and(ctx: Context, f: Form, g: Form) -> Form:
     if f == FALSE or g == FALSE:
         return FALSE
@@ -361,9 +373,10 @@ def f_and(ctx: Context, f: Form, g: Form) -> Form:
     nodes = f.nodes() | g.nodes()
     if len(nodes) <= TABLE_LITERALS:
         return truth_table(lambda a: f.eval(a) and g.eval(a), nodes)
-    # materialize the operand that is ready first (a literal already is)
+    # materialize the operand that is ready first (on a tie the smaller one, nearer the leaves);
+    # a literal already is one
     cands = [x for x in (f, g) if as_lit(x) is None]
-    m = min(cands, key=lambda x: (ready(ctx, x), -len(x.nodes())))
+    m = min(cands, key=lambda x: (ready(ctx, x), len(x.nodes())))
     lf = lit_form(ctx.materialize(m))
     return f_and(ctx, lf, g) if m is f else f_and(ctx, f, lf)
 
@@ -393,12 +406,24 @@ def f_cond(ctx: Context, t: Form, a: Form, b: Form) -> Form:
     t = norm(t)
     if t.neg or len(t.terms) != 1:
         t = lit_form(ctx.materialize(t))
-    x = f_and(ctx, t, a)
-    T = t.terms[0]
-    if not b.neg and b.terms and all(terms_exclusive(ctx, T, u) for u in b.terms):
-        y = b  # every term of b already excludes t (e.g. another token): "not t" adds nothing
-    else:
-        y = f_and(ctx, f_not(t), b)
+
+    def branches(t, strict):
+        T = t.terms[0]
+        and_ = f_and if strict else _and_quiet
+        x = and_(ctx, t, a)
+        if not b.neg and b.terms and all(terms_exclusive(ctx, T, u) for u in b.terms):
+            y = b  # every term of b already excludes t (e.g. another token): "not t" adds nothing
+        else:
+            y = and_(ctx, f_not(t), b)
+        return x, y
+
+    x, y = branches(t, False)
+    if x is None or y is None:
+        # a test that does not combine is materialized (one gate, ready early) rather than the
+        # branches (which would chain a gate per nested conditional)
+        if as_lit(t) is None:
+            t = lit_form(ctx.materialize(t))
+        x, y = branches(t, True)
     if not x.neg and not y.neg and len(x.terms) + len(y.terms) <= TERM_CAP:
         return norm(Form(x.terms + y.terms))
     nodes = x.nodes() | y.nodes()

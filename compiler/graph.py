@@ -58,8 +58,10 @@ from rasp.rewrite import local_offset
 from . import boolean as B
 from .boolean import BOS, REAL, Form
 
-#: the most linear atoms one comparison may expand into (min/max/conditionals multiply them)
-ATOM_CAP = 512
+#: the most linear atoms of counts one comparison may expand into (min/max/conditionals multiply them)
+ATOM_CAP = 1024
+#: the most branches (constant ones included) one comparison may expand into
+LEAF_CAP = 1 << 16
 #: the widest range of the local part of one atom (one head per value)
 LOCAL_RANGE_CAP = 16
 #: periods larger than this are not combined when deciding periodic tests along a path
@@ -173,6 +175,7 @@ class _Builder:
         self.form_names: dict[Form, str] = {}
         self.origin: str | None = None
         self.atoms = 0
+        self.leaves = 0
         self.hint = None
         self.materialized: dict[Form, B.Lit] = {}
         self._tok_cache: dict = {}
@@ -343,12 +346,12 @@ class _Builder:
 
     # ---------------------------------------------------------------- comparisons
     def compare(self, e: A.Compare) -> Form:
-        saved = (self.atoms, getattr(self, "span", None), getattr(self, "hint", None))
-        self.atoms, self.span = 0, e.span
+        saved = (self.atoms, self.leaves, getattr(self, "span", None), getattr(self, "hint", None))
+        self.atoms, self.leaves, self.span = 0, 0, e.span
         try:
             return self._compare(e)
         finally:
-            self.atoms, self.span, self.hint = saved
+            self.atoms, self.leaves, self.span, self.hint = saved
 
     def _compare(self, e: A.Compare) -> Form:
         # a comparison that stays one linear atom without local part labels its sign by its source
@@ -435,11 +438,13 @@ class _Builder:
                 b = self.ge0(*self._with(rest, c, e.right, k), path)
                 conj = isinstance(e, A.Min) == (k > 0)  # min >= ... : both; max >= ... : either
                 return B.f_and(self, a, b) if conj else B.f_or(self, a, b)
-        self.atoms += 1 + eq
-        if self.atoms > ATOM_CAP:
-            raise RaspError(f"this comparison expands into more than {ATOM_CAP} linear comparisons "
-                            "(min, max and conditionals multiply them): too large to compile", self.span,
-                            "split it into several definitions")
+        self.leaves += 1
+        if terms:  # constant leaves cost nothing (no head); count the others
+            self.atoms += 1 + eq
+        if self.atoms > ATOM_CAP or self.leaves > LEAF_CAP:
+            raise RaspError(f"this comparison expands into more than {ATOM_CAP} linear comparisons of counts "
+                            f"(or {LEAF_CAP} branches): min, max and conditionals multiply them; too large to "
+                            "compile", self.span, "split it into several definitions")
         if eq:
             leaf = B.f_and(self, self.linear_atom(terms, c), self.linear_atom(_neg(terms), -c))
         else:
