@@ -119,6 +119,10 @@ def print_rows(rows: list[dict], console=None) -> None:
     if not rows:
         console.print("(no results)")
         return
+    if not console.is_terminal:  # piped or logged: the markdown table reads better than a wrapped box
+        print(markdown(rows), end="")
+        print(f"bins: {' / '.join(rows[0]['bin_labels'])}")
+        return
     t = Table(title="learning from scratch: published vs measured accuracy per test bin")
     for c in ("task", "fragment", "guarantee", "published", "published acc", "measured acc", "seeds ok"):
         t.add_column(c)
