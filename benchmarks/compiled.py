@@ -91,8 +91,15 @@ def one(args) -> dict:
             best = min(best, time.perf_counter() - t0)
         peak = (torch.cuda.max_memory_allocated() - base) if device.startswith("cuda") else (_rss_bytes() - base)
         out["throughput"][str(n)] = {"tokens_per_s": n / best, "seconds": best, "peak_bytes": max(0, peak)}
+    if args.check_length:
+        out["check"] = {}
+        for dt in args.dtypes.split(","):
+            row = V.verify_length(model, None, args.check_length, 1, np.random.default_rng(2), device=device,
+                                  dtype=dt, max_new=16)
+            out["check"][dt] = {"length": args.check_length, "exact": row.agree == 1.0,
+                                "model_s": row.model_seconds, "interp_s": row.interp_seconds}
     out["limits"] = []
-    for dt in args.dtypes.split(","):
+    for dt in args.dtypes.split(",") if args.budget > 0 else []:
         lim = V.find_limit(model, None, dt, samples=args.samples, rng=np.random.default_rng(1), device=device,
                            start=args.start, budget_s=args.budget, max_length=args.max_length, max_new=16)
         out["limits"].append(lim)
@@ -127,7 +134,10 @@ def table(results: list[dict], dtypes: list[str], sizes: list[str]) -> str:
         cells = []
         for d in dtypes:
             x = lims.get(d)
-            if x is None:
+            chk = (r.get("check") or {}).get(d)
+            if x is None and chk is not None:
+                cells.append(f"{chk['length']:,}: {'exact' if chk['exact'] else 'NOT exact'}")
+            elif x is None:
                 cells.append("")
             else:
                 mark = "" if x["first_failure"] is None else f" (fails {x['first_failure']:,})"
@@ -159,6 +169,8 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--sizes", default="4096,65536", help="input lengths for the throughput columns")
+    ap.add_argument("--check-length", type=int, default=0,
+                    help="also check one uniform input of this length per dtype (model == interpreter)")
     ap.add_argument("--big-alphabet", type=int, default=16)
     ap.add_argument("--full-alphabet", action="store_true", help="also compile large alphabets in full")
     ap.add_argument("--json-out", default=str(ROOT / "benchmarks" / "compiled.json"))
@@ -178,7 +190,8 @@ def main() -> int:
         cmd = [sys.executable, __file__, "--one", str(p), "--device", args.device, "--dtypes", args.dtypes,
                "--budget", str(args.budget), "--start", str(args.start), "--max-length", str(args.max_length),
                "--samples", str(args.samples), "--threads", str(args.threads), "--sizes", args.sizes,
-               "--big-alphabet", str(args.big_alphabet)] + (["--full-alphabet"] if args.full_alphabet else [])
+               "--big-alphabet", str(args.big_alphabet), "--check-length", str(args.check_length)] + (
+                   ["--full-alphabet"] if args.full_alphabet else [])
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
         line = (proc.stdout.strip().splitlines() or [""])[-1]
