@@ -15,7 +15,7 @@ is folded by :func:`make_thr`). Such a term is computed **exactly** by a ReLU ML
 and by the single neuron ``relu(z + 1)`` when ``theta = W`` (a conjunction: z + 1 <= 1). At BOS all
 literals are 0, so z = -theta <= -1 and both neurons are 0: the result is 0 at BOS, as every bool
 must be. ``one = bos + real`` is 1 everywhere (the MLP has no bias). Weights are capped at
-:data:`WEIGHT_CAP` so every preactivation is an integer of at most 8 bits and stays exact even in
+:data:`WEIGHT_CAP` (255) so every preactivation is an integer of magnitude at most 255, exact even in
 bfloat16 (8-bit significand).
 
 **Forms.** A ``Form`` is a sum of *mutually exclusive* threshold terms (at most one is 1 at any
