@@ -352,9 +352,14 @@ class CompiledTransformer(nn.Module):
         parts = torch.zeros_like(v) if sub.local else None
         if sub.uniform:
             vu = v[:, sub.uniform_ix]
+            mean = None
             if backend == "sdpa":
-                mean = _sdpa_uniform(vu.transpose(1, 2)).transpose(1, 2)
-            else:
+                try:
+                    mean = _sdpa_uniform(vu.transpose(1, 2)).transpose(1, 2)
+                except RuntimeError as exc:  # no fused kernel for this device/dtype/shape
+                    warnings.warn(f"fused attention unavailable ({str(exc).splitlines()[0][:120]}); "
+                                  "using the scan backend for uniform heads", stacklevel=2)
+            if mean is None:
                 denom = torch.arange(1, T + 1, device=x.device, dtype=torch.float64)
                 mean = vu.to(torch.float64).cumsum_(dim=2).div_(denom).to(x.dtype)
             if parts is None:
