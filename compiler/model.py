@@ -345,7 +345,7 @@ class CompiledTransformer(nn.Module):
             return x
         v = a.W_V.apply(x)  # (B, H, T)
         if collect is not None:
-            collect.append(v.clone())  # the backends below may average v in place
+            collect.append(v)  # (the backends below never modify v in place)
         if backend == "dense":
             return a.W_O.add_apply(x, self._attention_dense(sub, x, v))
         B, H, T = v.shape
@@ -361,7 +361,7 @@ class CompiledTransformer(nn.Module):
                                   "using the scan backend for uniform heads", stacklevel=2)
             if mean is None:
                 denom = torch.arange(1, T + 1, device=x.device, dtype=torch.float64)
-                mean = vu.to(torch.float64).cumsum_(dim=2).div_(denom).to(x.dtype)
+                mean = vu.to(torch.float64, copy=True).cumsum_(dim=2).div_(denom).to(x.dtype)
             if parts is None:
                 parts = mean if len(sub.uniform) == H else torch.zeros_like(v).index_copy_(
                     1, torch.as_tensor(sub.uniform, device=x.device), mean)

@@ -136,6 +136,7 @@ def test_cached_generation_equals_recomputation(path):
         prompts = [[str(s) for s in rng.choice(list(model.symbols), size=n)] for n in (3, 6)]
     seqs = [model.encode(t) for t in prompts]
     cached = m.generate(seqs, [12] * len(seqs))
+    assert model.model("cpu", "float64").generate(seqs, [12] * len(seqs)) == cached
     for s, g in zip(seqs, cached):
         cur, out = list(s), []
         while len(out) < 12:
