@@ -190,9 +190,10 @@ def plot_report(rows: list[dict], path) -> None:
         if 0 < n_in < len(rows):
             ax.axvline(n_in - 0.5, color="0.5", ls=":")
     axes[0][0].set_ylabel("accuracy")
-    axes[0][0].legend(fontsize=7, loc="lower left")
+    handles, labs = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labs, fontsize=7, loc="upper right")
     fig.suptitle("predicted (green: in C-RASP[pos], red: not) vs observed; hatched = published, solid = measured",
-                 fontsize=9)
-    fig.tight_layout()
+                 fontsize=9, x=0.4)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.savefig(path, dpi=120)
     plt.close(fig)
