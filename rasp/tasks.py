@@ -561,7 +561,9 @@ class BoundedDyck(Language):
         return out
 
     def _walk(self, rng, n, to_zero):
-        cap = n if self.bound is None else self.bound
+        if self.bound is None:
+            return _unbounded_dyck_walk(rng, n, to_zero)
+        cap = self.bound
         counts = _dyck_counts(cap, n, to_zero)
         if counts[n][0] == 0:
             return None
@@ -579,6 +581,42 @@ class BoundedDyck(Language):
 
     def prefix(self, rng, n):
         return self._walk(rng, n, False)
+
+
+def _unbounded_dyck_walk(rng: np.random.Generator, n: int, to_zero: bool) -> list[str] | None:
+    """A uniform Dyck-1 word (``to_zero``) or uniform valid prefix of length ``n``, in O(n) time and memory.
+
+    Counting-path tables cost O(n^2) big integers (out of memory near n = 8192), so the unbounded case
+    uses closed forms instead. By the ballot theorem the walks of k steps from depth d down to 0 that
+    never go below 0 number g(k, d) = (d+1)/(k+1) * C(k+1, (k-d)/2) (k - d even, else 0). Walking
+    uniformly means stepping up with probability g(k-1, d+1) / g(k, d), which simplifies to
+    (d+2)(k-d) / (2k(d+1)). A valid prefix of length n ending at depth e, read backwards, is such a walk
+    from e to 0, and there are g(n, e) of them: draw e with weight g(n, e), draw the walk from e to 0,
+    and reverse it.
+    """
+    if n == 0:
+        return []
+    if to_zero:
+        if n % 2:
+            return None
+        start = 0
+    else:
+        es = np.arange(n % 2, n + 1, 2, dtype=np.float64)
+        m = (n - es) / 2  # log g(n, e) up to a constant: log(e+1) + log C(n+1, m)
+        from math import lgamma
+        logw = np.log(es + 1) - np.array([lgamma(mm + 1) + lgamma(n + 2 - mm) for mm in m])
+        w = np.exp(logw - logw.max())
+        start = int(es[int(rng.choice(len(es), p=w / w.sum()))])
+    u = rng.random(n)
+    d, steps = start, []
+    for k in range(n, 0, -1):
+        up = d == 0 or u[n - k] * (2 * k * (d + 1)) < (d + 2) * (k - d)
+        steps.append(up)
+        d += 1 if up else -1
+    if to_zero:
+        return ["(" if up else ")" for up in steps]
+    # reversed: a down step of the walk from e to 0 is an opening bracket read from the start
+    return ["(" if not up else ")" for up in reversed(steps)]
 
 
 @lru_cache(maxsize=64)

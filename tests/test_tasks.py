@@ -491,3 +491,33 @@ def test_cli_tasks_sample_options(capsys):
     assert "NRFirst" in capsys.readouterr().err
     assert main(["tasks", "show", "anbn", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kind"] == "predict"
+
+
+@pytest.mark.parametrize("n,to_zero", [(6, True), (5, False), (6, False), (0, True), (0, False)])
+def test_unbounded_dyck_walk_is_uniform_over_the_valid_words(n, to_zero):
+    """The closed-form (ballot theorem) walk reaches every valid word, and only those, uniformly."""
+    import collections
+    import itertools
+
+    def valid(w):
+        d = 0
+        for x in w:
+            d += 1 if x == "(" else -1
+            if d < 0:
+                return False
+        return d == 0 or not to_zero
+
+    words = {"".join(w) for w in itertools.product("()", repeat=n) if valid(w)}
+    rng = np.random.default_rng(7)
+    draws = 4000 * len(words)
+    seen = collections.Counter("".join(T._unbounded_dyck_walk(rng, n, to_zero)) for _ in range(draws))
+    assert set(seen) == words
+    # each count is Binomial(draws, 1/|words|): 5 standard deviations either side
+    sd = (draws / len(words)) ** 0.5
+    assert all(abs(c - draws / len(words)) < 5 * sd for c in seen.values())
+
+
+def test_dyck1_samples_at_a_million_tokens_are_cheap():
+    rng = np.random.default_rng(3)
+    s = T.get("dyck1").sample(rng, 10**6)
+    assert len(s.tokens) == 10**6 and s.target == T.get("dyck1").reference(s.tokens)
