@@ -281,3 +281,18 @@ def test_compiled_heads_roles():
     roles = {r: sum(len(layer[r]) for layer in info["layers"]) for r in ("predecessor", "bigram")}
     assert roles["predecessor"] >= 3 and roles["bigram"] >= 3
     assert S.compiled_heads(replace(UR, name="NoSuchTask"))["error"] == "no program"
+
+
+def test_report_jobs_gives_the_same_results_as_one_job(tmp_path, capsys):
+    """--jobs 2 trains in separate processes; each task's result equals the sequential one."""
+    base = ["report", "UL", "NF", "--preset", "smoke", "--steps", "6", "--test-samples", "4", "--threads", "1",
+            "--no-progress", "--device", "cpu", "--json"]
+    assert main(base + ["--out", str(tmp_path / "seq")]) == 0
+    assert main(base + ["--out", str(tmp_path / "par"), "--jobs", "2"]) == 0
+    capsys.readouterr()
+    for name in ("UL", "NF"):
+        a = json.loads((tmp_path / "seq" / f"{name}.json").read_text())
+        b = json.loads((tmp_path / "par" / f"{name}.json").read_text())
+        assert a["seeds"][0]["history"] == b["seeds"][0]["history"]
+        assert a["seeds"][0]["bins_acc"] == b["seeds"][0]["bins_acc"]
+        assert a["seeds"][0]["final_loss"] == b["seeds"][0]["final_loss"]

@@ -51,6 +51,8 @@ def register(sub) -> None:
     p.add_argument("--all", action="store_true", help="run the seed paper's ten tasks and write a report")
     p.add_argument("--list", action="store_true", help="list the registered tasks")
     p.add_argument("--out", default="runs/learn", metavar="DIR", help="output folder (default runs/learn)")
+    p.add_argument("--jobs", type=int, default=1, metavar="J",
+                   help="with --all: train J tasks at once in separate processes (see rasp report --jobs)")
     add_training_options(p)
     p.set_defaults(func=run)
 
