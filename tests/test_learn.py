@@ -296,3 +296,15 @@ def test_report_jobs_gives_the_same_results_as_one_job(tmp_path, capsys):
         assert a["seeds"][0]["history"] == b["seeds"][0]["history"]
         assert a["seeds"][0]["bins_acc"] == b["seeds"][0]["bins_acc"]
         assert a["seeds"][0]["final_loss"] == b["seeds"][0]["final_loss"]
+
+
+def test_learning_rate_schedules():
+    cos = T.TrainConfig(lr=1e-3, steps=1000, warmup_frac=0.1)
+    const = T.TrainConfig(lr=1e-3, steps=1000, warmup_frac=0.1, schedule="constant")
+    for cfg in (cos, const):  # the same linear warm-up over 100 steps
+        assert T.lr_at(0, cfg) == pytest.approx(1e-5) and T.lr_at(99, cfg) == pytest.approx(1e-3)
+    assert T.lr_at(999, cos) == pytest.approx(1e-4, rel=1e-3)  # cosine ends at 10%
+    assert T.lr_at(550, cos) == pytest.approx(1e-3 * (0.1 + 0.9 * 0.5), rel=1e-2)
+    assert all(T.lr_at(s, const) == 1e-3 for s in (100, 550, 999, 5000))
+    assert T.preset_config("cpu", "UR").schedule == "constant"
+    assert T.preset_config("paper", "UR").schedule == "cosine"

@@ -26,6 +26,8 @@ def add_training_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dim", type=int, help="override the preset's model width")
     p.add_argument("--lr", type=float, help="override the preset's learning rate")
     p.add_argument("--batch", type=int, help="batch size (default 64)")
+    p.add_argument("--schedule", choices=("cosine", "constant"),
+                   help="learning rate after the warm-up: cosine decay to 10%% (paper, smoke) or constant (cpu)")
     p.add_argument("--test-samples", type=int, metavar="N", help="test samples per bin")
     p.add_argument("--train-max", type=int, metavar="N", help="longest training length (default 50)")
     p.add_argument("--bins", metavar="B", help="test bins as upper edges, e.g. 50,100,150 (default) -> <=50, 51-100, 101-150")
@@ -117,7 +119,7 @@ def config_for(args, preset: str, task_name: str):
     cfg = preset_config(preset, task_name)
     cfg = with_overrides(cfg, seeds=args.seeds, first_seed=args.first_seed, steps=args.steps,
                          positional=args.positional, layers=args.layers, heads=args.heads, dim=args.dim,
-                         lr=args.lr, batch=args.batch, test_samples=args.test_samples, train_max=args.train_max,
+                         lr=args.lr, batch=args.batch, schedule=getattr(args, "schedule", None), test_samples=args.test_samples, train_max=args.train_max,
                          bins=parse_bins(args.bins) if args.bins else None)
     if cfg.dim % cfg.heads:
         raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}")
