@@ -308,3 +308,16 @@ def test_learning_rate_schedules():
     assert all(T.lr_at(s, const) == 1e-3 for s in (100, 550, 999, 5000))
     assert T.preset_config("cpu", "UR").schedule == "constant"
     assert T.preset_config("paper", "UR").schedule == "cosine"
+
+
+def test_learn_on_another_alphabet(tmp_path, capsys):
+    rc = main(["learn", "UR", "--preset", "smoke", "--steps", "3", "--test-samples", "4", "--alphabet", "5",
+               "--out", str(tmp_path), "--no-progress", "--device", "cpu", "--threads", "1"])
+    assert rc == 0
+    res = json.loads((tmp_path / "UR.json").read_text())
+    assert res["vocab"] == ["<pad>", "<bos>", "<sep>", "a", "b", "c", "d", "e"]
+    assert res["config"]["alphabet"] == ["a", "b", "c", "d", "e"]
+    capsys.readouterr()
+    # a task whose alphabet is fixed: a user error (exit 2), not a traceback
+    assert main(["learn", "dyck1", "--preset", "smoke", "--alphabet", "x,y", "--out", str(tmp_path)]) == 2
+    assert "fixed alphabet" in capsys.readouterr().err

@@ -28,6 +28,9 @@ def add_training_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, help="batch size (default 64)")
     p.add_argument("--schedule", choices=("cosine", "constant"),
                    help="learning rate after the warm-up: cosine decay to 10%% (paper, smoke) or constant (cpu)")
+    p.add_argument("--alphabet", metavar="SYMBOLS",
+                   help="train and test on another data alphabet: 'a,b,c' or 'a b c', or N for the first N of "
+                   "a-z A-Z 0-9 (tasks with a variable alphabet; published numbers are for the default one)")
     p.add_argument("--test-samples", type=int, metavar="N", help="test samples per bin")
     p.add_argument("--train-max", type=int, metavar="N", help="longest training length (default 50)")
     p.add_argument("--bins", metavar="B", help="test bins as upper edges, e.g. 50,100,150 (default) -> <=50, 51-100, 101-150")
@@ -116,11 +119,16 @@ def config_for(args, preset: str, task_name: str):
             raise RaspError("--threads must be at least 1")
         import torch
         torch.set_num_threads(args.threads)
+    alphabet = None
+    if getattr(args, "alphabet", None):
+        from ..expand import parse_alphabet_option
+        alphabet = parse_alphabet_option(args.alphabet)
+        resolve_task(task_name).resolve_alphabet(alphabet)  # a located error when the task's alphabet is fixed
     cfg = preset_config(preset, task_name)
     cfg = with_overrides(cfg, seeds=args.seeds, first_seed=args.first_seed, steps=args.steps,
                          positional=args.positional, layers=args.layers, heads=args.heads, dim=args.dim,
                          lr=args.lr, batch=args.batch, schedule=getattr(args, "schedule", None), test_samples=args.test_samples, train_max=args.train_max,
-                         bins=parse_bins(args.bins) if args.bins else None)
+                         bins=parse_bins(args.bins) if args.bins else None, alphabet=alphabet)
     if cfg.dim % cfg.heads:
         raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}")
     return cfg

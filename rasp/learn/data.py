@@ -161,6 +161,30 @@ def clip_range(task, lo: int, hi: int) -> tuple[int, int] | None:
     return (lo, hi) if lo <= hi else None
 
 
+class AlphabetView:
+    """A task whose sampler uses another data alphabet (``rasp learn --alphabet``); everything else is
+    the task's. Only tasks with a variable alphabet allow it (``task.resolve_alphabet`` says why not)."""
+
+    def __init__(self, task, alphabet):
+        self._task = task
+        self.alphabet = task.resolve_alphabet(alphabet)
+
+    def __getattr__(self, name):
+        return getattr(self._task, name)
+
+    def sample(self, rng, length, alphabet=None):
+        return self._task.sample(rng, length, self.alphabet if alphabet is None else alphabet)
+
+    def reference(self, tokens, alphabet=None):
+        return self._task.reference(tokens, self.alphabet if alphabet is None else alphabet)
+
+    def min_length(self, alphabet=None):
+        return self._task.min_length(self.alphabet if alphabet is None else alphabet)
+
+    def max_length(self, alphabet=None):
+        return self._task.max_length(self.alphabet if alphabet is None else alphabet)
+
+
 def make_samples(task, rng: np.random.Generator, lo: int, hi: int, n: int) -> list:
     return [task.sample(rng, int(L)) for L in sample_lengths(rng, lo, hi, n)]
 

@@ -71,10 +71,12 @@ class TrainConfig:
     first_seed: int = 0
     success: float = 1.0
     score_samples: int = 64
+    alphabet: tuple[str, ...] | None = None  # another data alphabet for the task's sampler (None: its own)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["bins"] = [list(b) for b in self.bins]
+        d["alphabet"] = None if self.alphabet is None else list(self.alphabet)
         return d
 
 
@@ -274,6 +276,8 @@ def run_task(task, cfg: TrainConfig, device="auto", progress: bool = True, log=N
     from . import scores as S
 
     dev = pick_device(device) if isinstance(device, str) else device
+    if cfg.alphabet is not None:
+        task = D.AlphabetView(task, cfg.alphabet)
     vocab = D.Vocab.for_task(task)
     t0 = time.time()
     ds = build_datasets(task, vocab, cfg)
