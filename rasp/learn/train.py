@@ -290,7 +290,8 @@ def run_task(task, cfg: TrainConfig, device="auto", progress: bool = True, log=N
         seeds.append(res)
     n_params = make_model(task, vocab, cfg, ds.n_pos).n_params()
     labels = [bin_label(b) for b in cfg.bins]
-    extra = {"compiled_heads": S.compiled_heads(task)} if scores and direction is not None else {}
+    # the compiled construction (predecessor and bigram heads) of every generator task with a program
+    extra = {"compiled_heads": S.compiled_heads(task)} if scores and task.kind == "generate" else {}
     return {
         "task": task.name, "kind": task.kind, "config": cfg.to_dict(),
         "bins": [list(b) for b in cfg.bins], "bin_labels": labels,
