@@ -1,12 +1,13 @@
 """The ``rasp`` command line: one subcommand per module in :mod:`rasp.commands`.
 
-Exit codes: 0 success, 2 user error (a located message on stderr), 1 internal error or a failed
-verification (each command documents which).
+Exit codes: 0 success, 2 user error (a located message on stderr; with ``--json`` also
+``{"error": {...}}`` on stdout), 1 internal error or a failed verification (each command documents which).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import pkgutil
 import sys
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except RaspError as exc:
         print(exc.render(), file=sys.stderr)
+        if getattr(args, "json", False):  # scripts reading --json get the error as JSON on stdout too
+            print(json.dumps({"error": exc.to_dict()}))
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -56,6 +56,12 @@ class RaspError(Exception):
     def column(self) -> int | None:
         return self.span.column if self.span else None
 
+    def to_dict(self) -> dict:
+        """The error for ``--json`` output: message, file, line, column (1-based, or null), hint, and
+        the rendered text with its caret."""
+        return {"message": self.message, "file": self.filename, "line": self.line, "column": self.column,
+                "hint": self.hint, "text": self.render()}
+
     def render(self) -> str:
         # no file and no place: an error about options or inputs as a whole, reported by the tool
         name = self.filename or ("<input>" if self.span is not None or self.source else "rasp")

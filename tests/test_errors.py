@@ -280,3 +280,22 @@ def test_deep_nesting_is_a_user_error(tmp_path, capsys):
     code, _, err = run_cli(capsys, "run", str(path), "a")
     assert code == 2, err
     assert "nested too deeply" in err and "hint: " in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["run", "check", "compile"])
+def test_json_user_errors_are_json_on_stdout_too(tmp_path, capsys, command):
+    """With --json a user error still exits 2 with the located text on stderr, and stdout carries
+    {"error": {...}} for scripts (file, 1-based line and column, message, hint, rendered text)."""
+    import json
+
+    bad = tmp_path / "bad.cr"
+    bad.write_text('alphabet a b\nok = (#"a" == 1\n')
+    argv = {"run": ["run", str(bad), "a b", "--json"], "check": ["check", str(bad), "--json"],
+            "compile": ["compile", str(bad), "-o", str(tmp_path / "out"), "--json"]}[command]
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    assert f"{bad}:2:16: error" in cap.err
+    err = json.loads(cap.out.strip().splitlines()[-1])["error"]
+    assert (err["file"], err["line"], err["column"]) == (str(bad), 2, 16)
+    assert "unexpected end of line" in err["message"] and "never closed" in err["hint"]
+    assert "^" in err["text"]

@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
             verdict = check(program, name=path, task=args.task)
         except RaspError as exc:
             print(exc.render(), file=sys.stderr)
+            if args.json:  # one JSON line per program, the failing ones included
+                print(json.dumps({"program": path, "error": exc.to_dict()}))
             failed_user = True
             continue
         if args.json:
