@@ -430,7 +430,9 @@ def test_cli_user_errors(tmp_path, capsys):
     assert main(["check", broken, good, "--json"]) == 2
     captured = capsys.readouterr()
     assert f"{broken}:2:" in captured.err and "^" in captured.err
-    assert json.loads(captured.out)["fragment"] == "C-RASP"  # the other program is still checked
+    lines = [json.loads(x) for x in captured.out.splitlines()]  # one JSON line per program, in order
+    assert lines[0]["program"] == broken and lines[0]["error"]["line"] == 2
+    assert lines[1]["fragment"] == "C-RASP"  # the other program is still checked
     assert main(["check", str(tmp_path / "missing.cr")]) == 2
     assert main(["check", good, "--alphabet", "a,b,c", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["alphabet_size"] == 3
