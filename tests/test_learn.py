@@ -226,10 +226,12 @@ def test_an_easy_task_is_learned():
 
 @pytest.fixture
 def fake_registry(monkeypatch):
+    # import both before patching: report.py binds learn.resolve_task at import time, and a first import
+    # after the patch would make the fake its "original", which the undo would then restore
     import rasp.commands.learn as L
+    import rasp.commands.report as R
     reg = {t.name: t for t in (UF, UB, UR)}
     monkeypatch.setattr(L, "resolve_task", lambda n: reg[n])
-    import rasp.commands.report as R
     monkeypatch.setattr(R, "resolve_task", lambda n: reg[n])
     return reg
 
