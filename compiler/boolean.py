@@ -360,16 +360,10 @@ def _and_quiet(ctx: Context, f: Form, g: Form):
 
 
 def f_and(ctx: Context, f: Form, g: Form) -> Form:
-    if f == FALSE or g == FALSE:
-        return FALSE
-    if f == TRUE:
-        return g
-    if g == TRUE:
-        return f
-    f, g = norm(f), norm(g)
-    r = _try_and(ctx, f, g)
+    r = _and_quiet(ctx, f, g)
     if r is not None:
         return r
+    f, g = norm(f), norm(g)
     nodes = f.nodes() | g.nodes()
     if len(nodes) <= TABLE_LITERALS:
         return truth_table(lambda a: f.eval(a) and g.eval(a), nodes)

@@ -39,6 +39,7 @@ an inference from their table, flagged in the statement); None where the papers 
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -603,13 +604,13 @@ def _unbounded_dyck_walk(rng: np.random.Generator, n: int, to_zero: bool) -> lis
     else:
         es = np.arange(n % 2, n + 1, 2, dtype=np.float64)
         m = (n - es) / 2  # log g(n, e) up to a constant: log(e+1) + log C(n+1, m)
-        from math import lgamma
-        logw = np.log(es + 1) - np.array([lgamma(mm + 1) + lgamma(n + 2 - mm) for mm in m])
+        logw = np.log(es + 1) - np.array([math.lgamma(mm + 1) + math.lgamma(n + 2 - mm) for mm in m])
         w = np.exp(logw - logw.max())
         start = int(es[int(rng.choice(len(es), p=w / w.sum()))])
     u = rng.random(n)
     d, steps = start, []
     for k in range(n, 0, -1):
+        # d == 0 forces a step up (probability 1); the guard keeps float rounding from saying otherwise
         up = d == 0 or u[n - k] * (2 * k * (d + 1)) < (d + 2) * (k - d)
         steps.append(up)
         d += 1 if up else -1

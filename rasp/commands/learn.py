@@ -120,14 +120,15 @@ def config_for(args, preset: str, task_name: str):
         import torch
         torch.set_num_threads(args.threads)
     alphabet = None
-    if getattr(args, "alphabet", None):
+    if args.alphabet:
         from ..expand import parse_alphabet_option
         alphabet = parse_alphabet_option(args.alphabet)
         resolve_task(task_name).resolve_alphabet(alphabet)  # a located error when the task's alphabet is fixed
     cfg = preset_config(preset, task_name)
     cfg = with_overrides(cfg, seeds=args.seeds, first_seed=args.first_seed, steps=args.steps,
                          positional=args.positional, layers=args.layers, heads=args.heads, dim=args.dim,
-                         lr=args.lr, batch=args.batch, schedule=getattr(args, "schedule", None), test_samples=args.test_samples, train_max=args.train_max,
+                         lr=args.lr, batch=args.batch, schedule=args.schedule, test_samples=args.test_samples,
+                         train_max=args.train_max,
                          bins=parse_bins(args.bins) if args.bins else None, alphabet=alphabet)
     if cfg.dim % cfg.heads:
         raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}")

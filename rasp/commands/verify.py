@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     bound = (model.config.get("raspl") or {}).get("max_length")  # a bounded RASP-L model (compiler.bounded)
     if bound:
         tmax = bound if tmax is None else min(tmax, bound)
+    max_len = min((x for x in (args.max_length, bound) if x), default=None)  # find-limit's last length
     skipped = []
     for dt in dtypes:
         for n in args.lengths:
@@ -103,8 +104,7 @@ def run(args: argparse.Namespace) -> int:
             lim_rows: list = []
             limits.append(V.find_limit(model, task, dt, samples=args.samples, rng=rng, device=device,
                                        backend=args.backend, start=args.start, budget_s=args.budget,
-                                       max_length=min(x for x in (args.max_length, bound) if x) if (args.max_length or bound) else None,
-                                       max_new=args.max_new, rows=lim_rows))
+                                       max_length=max_len, max_new=args.max_new, rows=lim_rows))
             rows += lim_rows
             if not args.json:
                 for k, r in enumerate(lim_rows):
