@@ -43,6 +43,7 @@ head, or P itself when d = 0) and an integer c. Then
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -78,7 +79,8 @@ Lin = tuple  # ((node id, Fraction), ...) sorted, no zero coefficients
 
 def make_lin(d: dict) -> Lin:
     """A canonical linear form: coefficients are ints, or floats for half-integers (exact)."""
-    return tuple(sorted((n, int(c) if float(c).is_integer() else float(c)) for n, c in d.items() if c != 0))
+    return tuple(sorted((n, c if type(c) is int else int(c) if float(c).is_integer() else float(c))
+                        for n, c in d.items() if c != 0))
 
 
 @dataclass
@@ -179,14 +181,26 @@ class _Builder:
         self.hint = None
         self.materialized: dict[Form, B.Lit] = {}
         self._tok_cache: dict = {}
+        self._term_token: dict = {}
+        self.compare_memo: dict = {}  # threshold term -> the one token it requires, or None
         self._pairs: dict = {}
+        # the core's symbols are a computed property: read them once
+        self.symbols: tuple[str, ...] = core.symbols
+        self.symbol_index = {s: k for k, s in enumerate(self.symbols)}
+        self._start_path = (1, frozenset((k, 0) for k in range(len(self.symbols))))
+        self._path_tokens: dict = {}
         self._node("bos", ("bos",), "bos", {}, ())
         self._node("real", ("real",), "real", {}, ())
 
     # ---------------------------------------------------------------- nodes
     def _node(self, kind, key, label, params, inputs) -> Node:
-        if key in self.keys:
-            return self.nodes[self.keys[key]]
+        """The node computing ``key`` (hash-consed). ``label`` may be a function that makes it:
+        labels are text for people, built only for new nodes."""
+        hit = self.keys.get(key)
+        if hit is not None:
+            return self.nodes[hit]
+        if callable(label):
+            label = label()
         inputs = tuple(sorted(set(inputs)))
         slot = -1 if kind in ("bos", "real", "token", "periodic") else next_slot(
             kind, [self.nodes[i].slot for i in inputs])
@@ -267,15 +281,20 @@ class _Builder:
         return all(B.terms_exclusive(self, t, u) for t in f.terms for u in g.terms)
 
     def _form_tokens(self, f: Form):
+        """The tokens the terms of f require, one per term and all different; else None."""
         if f in self._tok_cache:
             return self._tok_cache[f]
         toks = set()
         out = None
+        term_token = self._term_token
         for t in f.terms:
-            req = [l[0] for l in t.required() if not l[1] and self.nodes[l[0]].kind == "token"]
-            if len(req) != 1:
+            tok = term_token.get(t, -1)
+            if tok == -1:
+                req = [l[0] for l in t.required() if not l[1] and self.nodes[l[0]].kind == "token"]
+                tok = term_token[t] = req[0] if len(req) == 1 else None
+            if tok is None:
                 break
-            toks.add(req[0])
+            toks.add(tok)
         else:
             out = frozenset(toks) if len(toks) == len(f.terms) else None
         self._tok_cache[f] = out
@@ -330,6 +349,8 @@ class _Builder:
         if isinstance(e, A.And):
             return B.f_and(self, self.bool_expr(e.left), self.bool_expr(e.right))
         if isinstance(e, A.Or):
+            if isinstance(e.left, A.Or):
+                return self.or_chain(e)
             return B.f_or(self, self.bool_expr(e.left), self.bool_expr(e.right))
         if isinstance(e, A.Cond):
             return B.f_cond(self, self.bool_expr(e.test), self.bool_expr(e.then), self.bool_expr(e.other))
@@ -344,8 +365,57 @@ class _Builder:
             return self.compare(e)
         raise RaspError(f"'{expr_to_str(e)}' is not a bool operation of C-RASP", e.span, HINT)
 
+    def or_chain(self, e: A.Or) -> Form:
+        """``a1 || a2 || ... || an`` (a left-nested chain, as ``any(x, ...)`` expands) folded from the
+        left exactly as :func:`~.boolean.f_or` would, but with the running sum kept as a list of terms
+        and its token set: while every operand is a sum of terms that each require one token of
+        their own (``Q[x] && ...``), each step is a concatenation that costs the operand's size, not
+        the sum's (folding pairwise would re-examine the whole sum n times)."""
+        ops = []
+        while isinstance(e, A.Or):
+            ops.append(e.right)
+            e = e.left
+        ops.append(e)
+        ops.reverse()
+        acc: Form | None = self.bool_expr(ops[0])
+        terms: list = []
+        toks: set = set()  # the tokens of ``terms`` while acc is None
+        for op in ops[1:]:
+            g = self.bool_expr(op)
+            if acc is None:
+                gn = B.norm(g)
+                tg = None if (gn.neg or g == B.FALSE) else self._form_tokens(gn)
+                if tg is not None and len(terms) + len(gn.terms) <= B.TERM_CAP and not (toks & tg):
+                    terms.extend(gn.terms)
+                    toks |= tg
+                    continue
+                acc = B.Form(tuple(terms))
+            elif acc not in (B.TRUE, B.FALSE) and g not in (B.TRUE, B.FALSE):
+                f = B.norm(acc)
+                tf = None if f.neg else self._form_tokens(f)
+                if tf is not None:  # start a running sum
+                    terms, toks, acc = list(f.terms), set(tf), None
+                    gn = B.norm(g)
+                    tg = None if gn.neg else self._form_tokens(gn)
+                    if tg is not None and len(terms) + len(gn.terms) <= B.TERM_CAP and not (toks & tg):
+                        terms.extend(gn.terms)
+                        toks |= tg
+                        continue
+                    acc = B.Form(tuple(terms))
+            acc = B.f_or(self, acc, g)
+        return acc if acc is not None else B.Form(tuple(terms))
+
     # ---------------------------------------------------------------- comparisons
     def compare(self, e: A.Compare) -> Form:
+        # expanded families repeat the same comparison in every instance as distinct objects (a
+        # RASP-L lowering's ``tokens != END`` in each NEXT[x]); AST nodes compare by structure, so
+        # each distinct comparison is compiled once
+        hit = self.compare_memo.get(e)
+        if hit is None:
+            hit = self.compare_memo[e] = self._compare_located(e)
+        return hit
+
+    def _compare_located(self, e: A.Compare) -> Form:
         saved = (self.atoms, self.leaves, getattr(self, "span", None), getattr(self, "hint", None))
         self.atoms, self.leaves, self.span = 0, 0, e.span
         try:
@@ -355,7 +425,7 @@ class _Builder:
 
     def _compare(self, e: A.Compare) -> Form:
         # a comparison that stays one linear atom without local part labels its sign by its source
-        self.hint = expr_to_str(e) if e.op in ("<", "<=", ">", ">=") else None
+        self.hint = e if e.op in ("<", "<=", ">", ">=") else None  # printed only if a sign uses it
         L, R = {}, {}
         lc = self.flatten(e.left, 1, L)
         rc = self.flatten(e.right, 1, R)
@@ -409,19 +479,28 @@ class _Builder:
         """``[sum_k coeff_k * term_k + c >= 0]`` (``== 0`` when ``eq``) as a bool form (see the module
         docstring). ``path`` is what the conditionals passed on the way fix (see :meth:`decide`)."""
         terms = {key: ek for key, ek in terms.items() if ek[1] != 0}
-        # conditionals the path decides are replaced by their branch, all in one sweep
+        # conditionals the path decides are replaced by their branch: one sweep over the terms
+        # (branches go to the end, in order), repeated while the branches brought new conditionals
         while True:
+            kept: dict = {}
+            added: dict = {}
             for key, (e, k) in terms.items():
                 if isinstance(e, A.Cond):
                     decided, _, _ = self.decide(e.test, path)
                     if decided is not None:
-                        rest = dict(terms)
-                        del rest[key]
-                        terms, c = self._with(rest, c, e.then if decided else e.other, k)
-                        terms = {kk: ek for kk, ek in terms.items() if ek[1] != 0}
-                        break
-            else:
+                        c += self.flatten(e.then if decided else e.other, k, added)
+                        continue
+                kept[key] = (e, k)
+            if not added:
+                terms = kept
                 break
+            for key, (e, k) in added.items():
+                old = kept.get(key)
+                kept[key] = (e, k + (old[1] if old else 0))
+            terms = {key: ek for key, ek in kept.items() if ek[1] != 0}
+        split = self.split_by_token(terms, c, path, eq)
+        if split is not None:
+            return split
         for key, (e, k) in terms.items():
             if isinstance(e, (A.Min, A.Max, A.Cond)):
                 self.hint = None
@@ -451,11 +530,67 @@ class _Builder:
             leaf = self.linear_atom(terms, c)
         # where the path has fixed the token, say so: the branch is only used under that condition,
         # and the token literal makes the branches visibly exclusive (no negations pile up)
-        toks = {k for k, _ in path[1]}
-        if len(toks) == 1 and len(self.core.symbols) > 1 and leaf != B.FALSE:
-            sym = self.core.symbols[next(iter(toks))]
+        toks = self._path_tokens.get(path[1])
+        if toks is None:
+            toks = self._path_tokens[path[1]] = frozenset(k for k, _ in path[1])
+        if len(toks) == 1 and len(self.symbols) > 1 and leaf != B.FALSE:
+            sym = self.symbols[next(iter(toks))]
             leaf = B.f_and(self, B.lit_form((self.token(sym).id, False)), leaf)
         return leaf
+
+    def split_by_token(self, terms: dict, c: int, path, eq: bool):
+        """The common shape ``sum(s, X[s] if Q[s] else Y[s])`` in one step, or None.
+
+        When two or more undecided conditionals each hold for exactly one token of the path (and
+        the path does not depend on i mod M), splitting them one at a time costs a sweep of all of
+        them per branch (cubic in the alphabet over a family). Instead the path is partitioned at
+        once: one branch per token some conditional singles out, plus at most one other token (the
+        path minus those; more than one and the pairwise split is used). On each branch every such
+        conditional is decided, and :meth:`ge0` puts the branch's token literal in front of its leaf,
+        so the leaves are exclusive and their sum is their concatenation. The result is the same
+        function as the pairwise split."""
+        if path[0] != 1:
+            return None
+        cur = path[1]
+        singled: dict = {}  # token pair -> the conditionals (key, expr, coeff) that hold only there
+        for key, (e, k) in terms.items():
+            if not isinstance(e, A.Cond):
+                continue
+            s = self.test_pairs(e.test)
+            if s is None or s[0] != 1:
+                continue
+            hit = s[1] & cur
+            if len(hit) != 1:
+                return None
+            singled.setdefault(next(iter(hit)), []).append((key, e, k))
+        if sum(len(v) for v in singled.values()) < 2:
+            return None
+        rest = cur.difference(singled)
+        if len(rest) > 1:
+            return None
+        self.hint = None
+        # every singled-out conditional takes its else branch, except on its own token's branch
+        cond_keys = {key for v in singled.values() for key, _, _ in v}
+        base = {key: ek for key, ek in terms.items() if key not in cond_keys}
+        c_base = c
+        for v in singled.values():
+            for _, e, k in v:
+                c_base += self.flatten(e.other, k, base)
+        out: list = []
+        leaves = []
+        for pair in list(singled) + list(rest):
+            t, cc = dict(base), c_base
+            for _, e, k in singled.get(pair, ()):
+                cc += self.flatten(e.then, k, t) + self.flatten(e.other, -k, t)
+            t = {key: ek for key, ek in t.items() if ek[1] != 0}
+            leaves.append((pair, self.ge0(t, cc, (1, frozenset((pair,))), eq)))
+        for pair, leaf in leaves:
+            if leaf == B.FALSE:
+                continue
+            if leaf.neg or self._form_tokens(leaf) != frozenset((self.token(self.symbols[pair[0]]).id,)):
+                return functools.reduce(lambda f, g: B.f_or(self, f, g), (f for _, f in leaves), B.FALSE)
+            out.extend(leaf.terms)
+        return B.norm(B.Form(tuple(out)))
 
     def decide(self, test, path):
         """Whether ``test`` (a function of the token at i and i mod M) is fixed on the current path;
@@ -464,7 +599,7 @@ class _Builder:
         if s is None:
             return None, path, path
         L = math.lcm(path[0], s[0])
-        if L * len(self.core.symbols) > PAIR_CAP:
+        if L * len(self.symbols) > PAIR_CAP:
             return None, path, path
         cur, t = _lift(path, L), _lift(s, L)
         if cur <= t:
@@ -474,7 +609,7 @@ class _Builder:
         return None, (L, cur & t), (L, cur - t)
 
     def start_path(self):
-        return (1, frozenset((k, 0) for k in range(len(self.core.symbols))))
+        return self._start_path
 
     def test_pairs(self, e):
         """(M, {(token id, i mod M)} where e holds) when a bool expression depends only on the token
@@ -487,9 +622,9 @@ class _Builder:
         return out
 
     def _test_pairs(self, e):
-        ntok = len(self.core.symbols)
+        ntok = len(self.symbols)
         if isinstance(e, A.Tok):
-            return (1, frozenset({(self.core.symbols.index(e.symbol.value), 0)}))
+            return (1, frozenset({(self.symbol_index[e.symbol.value], 0)}))
         if isinstance(e, A.PosPred):
             M, R = _periodic_residues(e.rel.expr)
             return (M, frozenset((k, r) for k in range(ntok) for r in R))
@@ -553,7 +688,13 @@ class _Builder:
         nonneg = all(v > 0 for v in F.values())
         nonpos = all(v < 0 for v in F.values())
         weights: dict = {(n, False): k for n, k in coef.items()}
-        ftext = _lin_text(F, self.nodes)
+        texts: list = []
+
+        def ftext() -> str:
+            if not texts:
+                texts.append(_lin_text(F, self.nodes))
+            return texts[0]
+
         for m in range(lo, hi + 1):
             off = c + m
             if nonneg and off >= 0:
@@ -564,12 +705,14 @@ class _Builder:
                 value = dict(F)
                 value[BOS] = off + 0.5
                 vlin = make_lin(value)
-                head = self._node("uniform", ("uniform", vlin), f"({ftext}{_const_text(Fraction(2 * off + 1, 2))})/(i+1)",
+                head = self._node("uniform", ("uniform", vlin),
+                                  lambda: f"({ftext()}{_const_text(off + 0.5)})/(i+1)",
                                   {"value": vlin}, [n for n, _ in vlin])
                 y = make_lin({head.id: 1, BOS: -(abs(off) + 1)})
-                label = self.hint if (self.hint and not coef) else f"{ftext}{_const_text(off)} >= 0"
-                sign = self._node("sign", ("sign", y), label, {"input": y},
-                                  [head.id, BOS])
+                hint = self.hint if not coef else None
+                sign = self._node("sign", ("sign", y),
+                                  lambda: expr_to_str(hint) if hint is not None else f"{ftext()}{_const_text(off)} >= 0",
+                                  {"input": y}, [head.id, BOS])
                 lit = (sign.id, False)
             weights[lit] = weights.get(lit, 0) + 1
         return B.thr_form(B.make_thr(weights, hi + 1))
@@ -592,7 +735,13 @@ def _lift(s, L: int) -> frozenset:
 def _const_text(v) -> str:
     if v == 0:
         return ""
-    s = str(abs(v)) if Fraction(v).denominator == 1 else f"{abs(Fraction(v).numerator)}/{Fraction(v).denominator}"
+    a = abs(v)
+    if a == int(a):
+        s = str(int(a))
+    elif 2 * a == int(2 * a):  # the half-integers of head values, without building Fractions
+        s = f"{int(2 * a)}/2"
+    else:
+        s = f"{Fraction(a).numerator}/{Fraction(a).denominator}"
     return f" + {s}" if v > 0 else f" - {s}"
 
 

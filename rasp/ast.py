@@ -491,7 +491,10 @@ def children(node: object) -> tuple:
 
 
 def walk(node: object):
-    """Pre-order traversal of an expression."""
-    yield node
-    for c in children(node):
-        yield from walk(c)
+    """Pre-order traversal of an expression (iterative: expanded families nest hundreds deep, and
+    nested generators would cost the depth per node)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))
