@@ -510,7 +510,14 @@ class _Builder:
                     _, p_then, p_else = self.decide(e.test, path)
                     a = self.ge0(*self._with(rest, c, e.then, k), p_then, eq)
                     b = self.ge0(*self._with(rest, c, e.other, k), p_else, eq)
-                    return B.f_cond(self, self.bool_expr(e.test), a, b)
+                    test = self.bool_expr(e.test)
+                    if isinstance(e.other, A.Cond) and B.as_lit(test) is None:
+                        # a chain ``v0 if t0 else v1 if t1 else ...`` (lowered RASP-L values): with
+                        # every test a literal, the branch ``t_k and not t_0 ... and not t_(k-1)`` stays
+                        # one conjunction; tests left as threshold forms multiply their weights at
+                        # every level until a gate is needed, one layer per few levels
+                        test = B.lit_form(self.materialize(test))
+                    return B.f_cond(self, test, a, b)
                 if eq:  # E == 0 iff E >= 0 and -E >= 0; min/max split differently in each
                     return B.f_and(self, self.ge0(terms, c, path), self.ge0(_neg(terms), -c, path))
                 a = self.ge0(*self._with(rest, c, e.left, k), path)

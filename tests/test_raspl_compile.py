@@ -58,6 +58,18 @@ def test_count_compiles_exactly():
         assert m.run(toks, max_new=20) == [str(k) for k in range(a, b + 1)]
 
 
+def test_count_depth_does_not_grow_with_the_alphabet():
+    """The lowered value chains (START, END: one conditional per symbol) compile to a constant number
+    of layers: each branch of a chain is one conjunction of the tests' literals, not a gate per few
+    levels (which made 16 layers over 40 symbols, 52 over 150)."""
+    p = rasp.load("programs/raspl_count.rasp")
+    layers = {a: compile_raspl(p.with_alphabet([str(k) for k in range(a)])).size["layers"] for a in (8, 40)}
+    assert layers[8] == layers[40] == 5
+    m = compile_raspl(p.with_alphabet([str(k) for k in range(24)]))
+    for a, b in [(0, 23), (7, 9), (22, 22)]:
+        assert m.run([str(a), str(b), "<sep>"], max_new=30) == [str(k) for k in range(a, b + 1)]
+
+
 # (program file, task, alphabet for a small model or None, max length)
 BOUNDED = [
     ("programs/copy_repeat.rasp", "copy_repeat", None, 24),
