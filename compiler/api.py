@@ -47,26 +47,38 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
     if alphabet is not None:
         program = program.with_alphabet(tuple(alphabet))
     t0 = time.perf_counter()
+    passes: dict[str, float] = {}  # seconds per pass, in order
+
+    def lap(name: str) -> None:
+        passes[name] = time.perf_counter() - t0 - sum(passes.values())
+
     # the passes allocate many small objects that all stay alive until the end: the cyclic
     # collector would scan them again and again (a third of the time on the family programs)
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         try:
-            graph = build_graph(rewrite_core(program.core))
+            core = rewrite_core(program.core)
+            lap("rewrite")
+            graph = build_graph(core)
+            lap("graph")
         except RaspError as exc:
             raise exc.located(program.source, program.filename) from None
         plan = plan_layers(graph)
+        lap("plan")
         alloc = allocate(plan)
+        lap("alloc")
         arch, tensors = build_weights(plan, alloc)
+        lap("weights")
+        for spec, layer in zip(arch["layers"], plan.layers):
+            for h, node in zip(spec["heads"], layer.heads):
+                h["label"] = graph.nodes[node].label
+                h["dim"] = alloc.index[node]
+        module = CompiledTransformer(arch, tensors)
+        lap("module")
     finally:
         if gc_was_enabled:
             gc.enable()
-    for spec, layer in zip(arch["layers"], plan.layers):
-        for h, node in zip(spec["heads"], layer.heads):
-            h["label"] = graph.nodes[node].label
-            h["dim"] = alloc.index[node]
-    module = CompiledTransformer(arch, tensors)
     seconds = time.perf_counter() - t0
     definitions = {}
     for name, how in graph.definitions.items():
@@ -100,7 +112,7 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
             "nonzero": int(sum(len(vals) for _, _, vals in tensors.values())),
         },
     }
-    return CompiledModel(config, module, program, compile_seconds=seconds)
+    return CompiledModel(config, module, program, compile_seconds=seconds, compile_passes=passes)
 
 
 class CompiledModel:
@@ -108,11 +120,14 @@ class CompiledModel:
     the source program (for encoding tokens and for checking against the interpreter)."""
 
     def __init__(self, config: dict, module: CompiledTransformer, program: Program | None = None,
-                 compile_seconds: float | None = None) -> None:
+                 compile_seconds: float | None = None, compile_passes: dict | None = None) -> None:
         self.config = config
         self.module = module
         self._program = program
         self.compile_seconds = compile_seconds
+        #: seconds per compiler pass (rewrite, graph, plan, alloc, weights, module; lower first for
+        #: RASP-L programs); empty for a loaded model
+        self.compile_passes = dict(compile_passes or {})
         self._casts: dict = {}
 
     # ------------------------------------------------------------------ description

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     size = model.size
     if args.json:
         print(json.dumps({"program": args.program, **size, "compile_seconds": round(model.compile_seconds, 6),
+                          "compile_passes_s": {k: round(v, 6) for k, v in model.compile_passes.items()},
                           "output_kind": model.kind, "files": files, "max_length": bound}))
     else:
         print(f"{args.program}: {model.summary()} (compiled in {model.compile_seconds:.3f} s)")
