@@ -169,6 +169,15 @@ def and_thr(t: Thr, u: Thr):
         t, u = u, t
     if not t.conj:
         return None
+    if u.conj:  # the common case, directly: the union of the literals (what make_thr would return)
+        lits = dict(t.lits)
+        for l, _ in u.lits:
+            if (l[0], not l[1]) in lits:
+                return False
+            lits[l] = 1
+        if len(lits) > WEIGHT_CAP:
+            return None
+        return Thr(tuple(sorted(lits.items())), len(lits))
     Wu = u.W
     weights: dict = {}
     for l, _ in t.lits:
