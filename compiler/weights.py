@@ -34,32 +34,44 @@ from .plan import Plan
 
 
 class COO:
-    """A weight tensor under construction, kept sparse: (shape, entries). Almost every entry of a
-    compiled model is 0 (each operation writes its own small block), so models with tens of
-    thousands of residual dimensions stay small in memory and on disk."""
+    """A weight tensor under construction, kept sparse: its shape and a list of (index, value)
+    entries, summed where an index repeats. Almost every entry of a compiled model is 0 (each
+    operation writes its own small block), so models with tens of thousands of residual dimensions
+    stay small in memory and on disk."""
 
     def __init__(self, *shape: int) -> None:
         self.shape = tuple(int(x) for x in shape)
-        self.entries: dict[tuple, float] = {}
+        self._index: list[tuple] = []
+        self._value: list[float] = []
 
     def add(self, index: tuple, value) -> None:
         if value:
-            self.entries[index] = self.entries.get(index, 0.0) + float(value)
+            self._index.append(index)
+            self._value.append(float(value))
 
     def row(self, r: int, lin, ix) -> None:
         for n, c in lin:
-            self.add((r, ix[n]), c)
+            if c:
+                self._index.append((r, ix[n]))
+                self._value.append(float(c))
 
     def arrays(self) -> tuple[tuple, np.ndarray, np.ndarray]:
-        """(shape, indices (ndim, nnz) int64, values (nnz,) float64), entries in row-major order."""
-        items = sorted((k, v) for k, v in self.entries.items() if v != 0.0)
-        idx = np.array([k for k, _ in items], dtype=np.int64).reshape(len(items), len(self.shape)).T.copy()
-        vals = np.array([v for _, v in items], dtype=np.float64)
-        return self.shape, idx, vals
+        """(shape, indices (ndim, nnz) int64, values (nnz,) float64): repeated indices summed, zeros
+        dropped, entries in row-major order."""
+        nd = len(self.shape)
+        if not self._index:
+            return self.shape, np.zeros((nd, 0), dtype=np.int64), np.zeros(0, dtype=np.float64)
+        idx = np.array(self._index, dtype=np.int64).reshape(len(self._index), nd)
+        flat = np.ravel_multi_index(tuple(idx.T), self.shape)
+        keys, where = np.unique(flat, return_inverse=True)
+        vals = np.bincount(where.ravel(), weights=np.array(self._value, dtype=np.float64), minlength=len(keys))
+        keep = vals != 0.0
+        out = np.array(np.unravel_index(keys[keep], self.shape), dtype=np.int64).reshape(nd, -1)
+        return self.shape, out, vals[keep]
 
     def dense(self) -> np.ndarray:
         out = np.zeros(self.shape)
-        for k, v in self.entries.items():
+        for k, v in zip(self._index, self._value):
             out[k] += v
         return out
 
