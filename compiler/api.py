@@ -12,7 +12,6 @@ Files written by :meth:`CompiledModel.save` (read by :func:`load`, which never u
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import time
@@ -23,6 +22,7 @@ import numpy as np
 import torch
 
 from rasp.errors import RaspError
+from rasp.gcpause import paused_gc
 from rasp.program import Program, default_max_new, load as load_program, parse
 from rasp.rewrite import rewrite_core
 
@@ -52,11 +52,7 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
     def lap(name: str) -> None:
         passes[name] = time.perf_counter() - t0 - sum(passes.values())
 
-    # the passes allocate many small objects that all stay alive until the end: the cyclic
-    # collector would scan them again and again (a third of the time on the family programs)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():  # see rasp.gcpause
         try:
             core = rewrite_core(program.core)
             lap("rewrite")
@@ -76,9 +72,6 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
                 h["dim"] = alloc.index[node]
         module = CompiledTransformer(arch, tensors)
         lap("module")
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     seconds = time.perf_counter() - t0
     definitions = {}
     for name, how in graph.definitions.items():

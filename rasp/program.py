@@ -11,6 +11,7 @@ import numpy as np
 from . import ast as A
 from .errors import RaspError, Span
 from .expand import expand
+from .gcpause import paused_gc
 from .interp import evaluate, make_batch, output_at_last
 from .parser import parse_module
 from .printer import module_to_str
@@ -61,7 +62,8 @@ class Program:
     def with_alphabet(self, alphabet: Iterable[str]) -> "Program":
         """The same program with families re-expanded over another data alphabet."""
         try:
-            core = expand(self.module, self.checked, tuple(alphabet))
+            with paused_gc():
+                core = expand(self.module, self.checked, tuple(alphabet))
         except RaspError as exc:
             raise exc.located(self.source, self.filename) from None
         return Program(self.module, self.checked, core, self.source, self.filename)
@@ -200,9 +202,10 @@ def token_columns(line: str) -> tuple[list[str], list[int]]:
 def parse(text: str, *, filename: str | None = None, alphabet: Iterable[str] | None = None) -> Program:
     """Parse, type-check and expand program text. Raises :class:`RaspError` on any user error."""
     try:
-        module = parse_module(text, filename)
-        checked = check_module(module)
-        core = expand(module, checked, tuple(alphabet) if alphabet is not None else None)
+        with paused_gc():
+            module = parse_module(text, filename)
+            checked = check_module(module)
+            core = expand(module, checked, tuple(alphabet) if alphabet is not None else None)
     except RaspError as exc:
         raise exc.located(text, filename) from None
     except RecursionError:
