@@ -465,29 +465,35 @@ class CoreProgram:
         raise KeyError(name)
 
 
+def _operand(n) -> tuple:
+    return (n.operand,)
+
+
+def _binary(n) -> tuple:
+    return (n.left, n.right)
+
+
+def _body(n) -> tuple:
+    return (n.body,)
+
+
+#: node class -> its sub-expressions (not guards), in source order; no class subclasses another
+_CHILDREN = {
+    Not: _operand, Neg: _operand, Scale: _operand,
+    And: _binary, Or: _binary, Compare: _binary, Add: _binary, Sub: _binary, Min: _binary, Max: _binary,
+    Count: _body, Exists: _body, Quant: _body,
+    Cond: lambda n: (n.test, n.then, n.other),
+    Map: lambda n: n.args,
+    Select: lambda n: (n.keys, n.queries),
+    Aggregate: lambda n: (n.selector, n.values),
+    SelectorWidth: lambda n: (n.selector,),
+}
+
+
 def children(node: object) -> tuple:
     """The sub-expressions of an expression node (not guards), in source order."""
-    if isinstance(node, (Not, Neg)):
-        return (node.operand,)
-    if isinstance(node, Scale):
-        return (node.operand,)
-    if isinstance(node, (And, Or, Compare, Add, Sub, Min, Max)):
-        return (node.left, node.right)
-    if isinstance(node, (Count, Exists)):
-        return (node.body,)
-    if isinstance(node, Cond):
-        return (node.test, node.then, node.other)
-    if isinstance(node, Quant):
-        return (node.body,)
-    if isinstance(node, Map):
-        return node.args
-    if isinstance(node, Select):
-        return (node.keys, node.queries)
-    if isinstance(node, Aggregate):
-        return (node.selector, node.values)
-    if isinstance(node, SelectorWidth):
-        return (node.selector,)
-    return ()
+    get = _CHILDREN.get(type(node))
+    return get(node) if get is not None else ()
 
 
 def walk(node: object):
