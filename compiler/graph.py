@@ -186,7 +186,9 @@ class _Builder:
         self.materialized: dict[Form, B.Lit] = {}
         self._tok_cache: dict = {}
         self._term_token: dict = {}
-        self.compare_memo: dict = {}  # threshold term -> the one token it requires, or None
+        self.compare_memo: dict = {}
+        self._and_memo: dict = {}
+        self._or_memo: dict = {}  # threshold term -> the one token it requires, or None
         self._pairs: dict = {}
         # the core's symbols are a computed property: read them once
         self.symbols: tuple[str, ...] = core.symbols
@@ -351,11 +353,11 @@ class _Builder:
         if isinstance(e, A.Not):
             return B.f_not(self.bool_expr(e.operand))
         if isinstance(e, A.And):
-            return B.f_and(self, self.bool_expr(e.left), self.bool_expr(e.right))
+            return self.f_and(self.bool_expr(e.left), self.bool_expr(e.right))
         if isinstance(e, A.Or):
             if isinstance(e.left, A.Or):
                 return self.or_chain(e)
-            return B.f_or(self, self.bool_expr(e.left), self.bool_expr(e.right))
+            return self.f_or(self.bool_expr(e.left), self.bool_expr(e.right))
         if isinstance(e, A.Cond):
             return B.f_cond(self, self.bool_expr(e.test), self.bool_expr(e.then), self.bool_expr(e.other))
         if isinstance(e, A.PosPred):
@@ -368,6 +370,25 @@ class _Builder:
                 return eq if e.op == "==" else B.f_not(eq)
             return self.compare(e)
         raise RaspError(f"'{expr_to_str(e)}' is not a bool operation of C-RASP", e.span, HINT)
+
+    def f_and(self, f: Form, g: Form) -> Form:
+        """:func:`~.boolean.f_and`, once per pair of forms: lowered RASP-L programs repeat the same
+        chains (``SUMD__34 || SUMD__33 || ...`` in every column's definition) as distinct objects,
+        and a combination that needs gates is worked out again each time otherwise. The result is
+        a function of the two forms and of the nodes made so far, which the builder only adds to."""
+        key = (f, g)
+        hit = self._and_memo.get(key)
+        if hit is None:
+            hit = self._and_memo[key] = B.f_and(self, f, g)
+        return hit
+
+    def f_or(self, f: Form, g: Form) -> Form:
+        """:func:`~.boolean.f_or`, once per pair of forms (see :meth:`f_and`)."""
+        key = (f, g)
+        hit = self._or_memo.get(key)
+        if hit is None:
+            hit = self._or_memo[key] = B.f_or(self, f, g)
+        return hit
 
     def or_chain(self, e: A.Or) -> Form:
         """``a1 || a2 || ... || an`` (a left-nested chain, as ``any(x, ...)`` expands) folded from the
@@ -406,7 +427,7 @@ class _Builder:
                         toks |= tg
                         continue
                     acc = B.Form(tuple(terms))
-            acc = B.f_or(self, acc, g)
+            acc = self.f_or(acc, g)
         return acc if acc is not None else B.Form(tuple(terms))
 
     # ---------------------------------------------------------------- comparisons
