@@ -1,0 +1,116 @@
+"""The graph pass's shortcuts build exactly the model the plain construction builds.
+
+`compiler/graph.py` has shortcuts that keep compile time linear in the expanded program (see
+docs/compiler.md, "Compile time"): one-step splitting of token-determined sums, or-chains folded as
+running sums, comparisons and and/or pairs worked out once. Each is switched off here in turn (the
+plain construction: pairwise splits, pairwise folds, no memos) and the model must be the same, weight
+for weight and label for label, on the programs that use it and on random programs."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import compiler
+import rasp
+from compiler import boolean as B
+from compiler import graph as G
+from rasp.strategies import programs
+
+
+def _plain_or_chain(self, e):
+    ops = []
+    while isinstance(e, rasp.ast.Or):
+        ops.append(e.right)
+        e = e.left
+    ops.append(e)
+    return functools.reduce(lambda f, g: B.f_or(self, f, g), [self.bool_expr(x) for x in reversed(ops)])
+
+
+PLAIN = {
+    "split_by_token": lambda self, terms, c, path, eq: None,
+    "or_chain": _plain_or_chain,
+    "compare": G._Builder._compare_located,
+    "f_and": lambda self, f, g: B.f_and(self, f, g),
+    "f_or": lambda self, f, g: B.f_or(self, f, g),
+}
+
+
+def _fingerprint(model: compiler.CompiledModel):
+    weights = {k: (idx.numpy().tolist(), vals.numpy().tolist()) for k, (_, idx, vals) in model.module.weights().items()}
+    return model.config["architecture"], model.residual_labels, model.config["definitions"], weights
+
+
+def _compile_plain(program, monkeypatch, shortcut: str):
+    with monkeypatch.context() as m:
+        m.setattr(G._Builder, shortcut, PLAIN[shortcut])
+        return compiler.compile(program)
+
+
+def _alphabet(path: str, n: int | None):
+    p = rasp.load(path)
+    return p.with_alphabet([str(k) for k in range(n)]) if n else p
+
+
+CASES = [  # (program, alphabet size or None, the shortcuts it exercises)
+    ("programs/sort.rasp", 7, ["split_by_token", "or_chain", "compare", "f_and", "f_or"]),
+    ("programs/uf.rasp", 6, ["or_chain", "compare", "f_and", "f_or"]),
+    ("programs/ur.rasp", None, ["or_chain", "compare", "f_and", "f_or"]),
+    ("programs/majority.rasp", None, ["split_by_token", "compare", "f_and", "f_or"]),
+]
+
+
+#: an or-chain that runs as a sum over C, "c", A (each needs its own token) and must then stop: B
+#: needs "a" too, so it is not exclusive of the sum and f_or takes over
+OVERLAP = '''alphabet a b c
+A = "a" && exists "b"
+B = "a" && #"c" >= 2
+C = "b" && exists "c"
+D = C || "c" || A || B || (!"b" && #"a" > #"c")
+output accept D
+'''
+
+
+@pytest.mark.parametrize("path,n,shortcuts", CASES + [(OVERLAP, None, ["or_chain", "f_or"])],
+                         ids=[c[0].split("/")[1] for c in CASES] + ["overlapping-or"])
+def test_shortcuts_build_the_same_model(path, n, shortcuts, monkeypatch):
+    program = rasp.parse(path) if path == OVERLAP else _alphabet(path, n)
+    fast = _fingerprint(compiler.compile(program))
+    for shortcut in shortcuts:
+        assert _fingerprint(_compile_plain(program, monkeypatch, shortcut)) == fast, shortcut
+
+
+def test_split_by_token_is_used_and_linear():
+    """sort's NEXT[y] compares RANK[y] with a sum of one conditional per token: one branch per token
+    in one step, each conditional decided once per branch (not a sweep of all of them per branch)."""
+    program = _alphabet("programs/sort.rasp", 12)
+    calls = {"split": 0, "decide": 0}
+    split, decide = G._Builder.split_by_token, G._Builder.decide
+
+    def count_split(self, *a):
+        out = split(self, *a)
+        calls["split"] += out is not None
+        return out
+
+    def count_decide(self, *a):
+        calls["decide"] += 1
+        return decide(self, *a)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(G._Builder, "split_by_token", count_split)
+        m.setattr(G._Builder, "decide", count_decide)
+        compiler.compile(program)
+    assert calls["split"] >= 12  # at least once per NEXT[y]
+    assert calls["decide"] < 12 * 12 * 4  # was cubic: about 12^3 = 1,728 decisions
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs(alphabet=("a", "b", "c"), fragment="C-RASP[periodic,local]", max_depth=3, max_size=24))
+def test_shortcuts_on_random_programs(program):
+    fast = _fingerprint(compiler.compile(program))
+    with pytest.MonkeyPatch.context() as m:
+        for shortcut, plain in PLAIN.items():
+            m.setattr(G._Builder, shortcut, plain)
+        assert _fingerprint(compiler.compile(program)) == fast
