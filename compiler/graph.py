@@ -504,6 +504,8 @@ class _Builder:
         """``[sum_k coeff_k * term_k + c >= 0]`` (``== 0`` when ``eq``) as a bool form (see the module
         docstring). ``path`` is what the conditionals passed on the way fix (see :meth:`decide`)."""
         terms = {key: ek for key, ek in terms.items() if ek[1] != 0}
+        if not terms:  # a constant (most leaves of a comparison of two value chains)
+            return self.leaf(terms, c, path, eq)
         # conditionals the path decides are replaced by their branch: one sweep over the terms
         # (branches go to the end, in order), repeated while the branches brought new conditionals
         while True:
@@ -549,6 +551,10 @@ class _Builder:
                 b = self.ge0(*self._with(rest, c, e.right, k), path)
                 conj = isinstance(e, A.Min) == (k > 0)  # min >= ... : both; max >= ... : either
                 return B.f_and(self, a, b) if conj else B.f_or(self, a, b)
+        return self.leaf(terms, c, path, eq)
+
+    def leaf(self, terms: dict, c: int, path, eq: bool) -> Form:
+        """A branch of :meth:`ge0` with only counts left: linear atoms, and the path's token."""
         self.leaves += 1
         if terms:  # constant leaves cost nothing (no head); count the others
             self.atoms += 1 + eq
@@ -556,7 +562,9 @@ class _Builder:
             raise RaspError(f"this comparison expands into more than {ATOM_CAP} linear comparisons of counts "
                             f"(or {LEAF_CAP} branches): min, max and conditionals multiply them; too large to "
                             "compile", self.span, "split it into several definitions")
-        if eq:
+        if not terms:
+            leaf = B.TRUE if (c == 0 if eq else c >= 0) else B.FALSE
+        elif eq:
             leaf = B.f_and(self, self.linear_atom(terms, c), self.linear_atom(_neg(terms), -c))
         else:
             leaf = self.linear_atom(terms, c)
