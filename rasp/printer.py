@@ -16,21 +16,14 @@ _COND, _OR, _AND, _CMP, _SUM, _PROD, _UNARY, _ATOM = range(8)
 _BARE = re.compile(r"^(?:[A-Za-z_][A-Za-z_0-9]*|[0-9]+)$")
 
 
+_LEVELS = {A.Cond: _COND, A.Or: _OR, A.And: _AND, A.Compare: _CMP, A.Add: _SUM, A.Sub: _SUM,
+           A.Scale: _PROD, A.Not: _UNARY, A.Neg: _UNARY, A.Count: _UNARY, A.Exists: _UNARY}
+
+
 def _level(e) -> int:
-    if isinstance(e, A.Cond):
-        return _COND
-    if isinstance(e, A.Or):
-        return _OR
-    if isinstance(e, A.And):
-        return _AND
-    if isinstance(e, A.Compare):
-        return _CMP
-    if isinstance(e, (A.Add, A.Sub)):
-        return _SUM
-    if isinstance(e, A.Scale):
-        return _PROD
-    if isinstance(e, (A.Not, A.Neg, A.Count, A.Exists)):
-        return _UNARY
+    level = _LEVELS.get(type(e))  # the AST's classes have no subclasses
+    if level is not None:
+        return level
     if isinstance(e, A.IntConst) and e.value < 0:
         return _UNARY  # only reachable from hand-built ASTs
     return _ATOM
@@ -53,66 +46,60 @@ def guard_to_str(g: A.Guard | None) -> str:
     return f"[{rel_to_str(g.expr)}]"
 
 
+def _ref(e) -> str:
+    if not e.indices:
+        return e.name
+    return f"{e.name}[{', '.join(sym_to_str(s) for s in e.indices)}]"
+
+
+def _count(e) -> str:
+    body = _at(e.body, _UNARY)
+    return f"#{guard_to_str(e.guard)} {body}" if e.guard else f"#{body}"
+
+
+def _map(e) -> str:
+    args = ", ".join(expr_to_str(a) for a in e.args)
+    if len(e.params) == 1:
+        return f"map({e.params[0]} -> {rel_to_str(e.body)}, {args})"
+    return f"seqmap(({', '.join(e.params)}) -> {rel_to_str(e.body)}, {args})"
+
+
+#: expression class -> its printer (labels of compiled models print thousands of expressions)
+_PRINTERS = {
+    A.Cond: lambda e: f"{_at(e.then, _OR)} if {_at(e.test, _OR)} else {_at(e.other, _COND)}",
+    A.Or: lambda e: f"{_at(e.left, _OR)} || {_at(e.right, _AND)}",
+    A.And: lambda e: f"{_at(e.left, _AND)} && {_at(e.right, _CMP)}",
+    A.Compare: lambda e: f"{_at(e.left, _SUM)} {e.op} {_at(e.right, _SUM)}",
+    A.Add: lambda e: f"{_at(e.left, _SUM)} + {_at(e.right, _PROD)}",
+    A.Sub: lambda e: f"{_at(e.left, _SUM)} - {_at(e.right, _PROD)}",
+    A.Scale: lambda e: f"{e.k} * {_at(e.operand, _UNARY)}",
+    A.Not: lambda e: f"!{_at(e.operand, _UNARY)}",
+    A.Neg: lambda e: f"-{_at(e.operand, _UNARY)}",
+    A.Count: _count,
+    A.Exists: lambda e: f"exists{guard_to_str(e.guard)} {_at(e.body, _UNARY)}",
+    A.Tok: lambda e: f'"{e.symbol.value}"' if isinstance(e.symbol, A.SymLit) else f"Q[{e.symbol.name}]",
+    A.BoolConst: lambda e: "true" if e.value else "false",
+    A.IntConst: lambda e: str(e.value),
+    A.Ref: _ref,
+    A.Min: lambda e: f"min({expr_to_str(e.left)}, {expr_to_str(e.right)})",
+    A.Max: lambda e: f"max({expr_to_str(e.left)}, {expr_to_str(e.right)})",
+    A.PosPred: lambda e: f"pos[{rel_to_str(e.rel.expr)}]",
+    A.PosName: lambda e: f"pos[{e.name}]",  # a bare name parses as a reference (Ref), not as PosName
+    A.Quant: lambda e: f"{e.op}({e.var}, {expr_to_str(e.body)})",
+    A.Tokens: lambda e: "tokens",
+    A.Indices: lambda e: "indices",
+    A.Map: _map,
+    A.Select: lambda e: f"select({expr_to_str(e.keys)}, {expr_to_str(e.queries)}, {e.op})",
+    A.Aggregate: lambda e: f"aggregate({expr_to_str(e.selector)}, {expr_to_str(e.values)}, {e.reduction}, {e.default})",
+    A.SelectorWidth: lambda e: f"selector_width({expr_to_str(e.selector)})",
+}
+
+
 def expr_to_str(e) -> str:
-    if isinstance(e, A.Cond):
-        return f"{_at(e.then, _OR)} if {_at(e.test, _OR)} else {_at(e.other, _COND)}"
-    if isinstance(e, A.Or):
-        return f"{_at(e.left, _OR)} || {_at(e.right, _AND)}"
-    if isinstance(e, A.And):
-        return f"{_at(e.left, _AND)} && {_at(e.right, _CMP)}"
-    if isinstance(e, A.Compare):
-        return f"{_at(e.left, _SUM)} {e.op} {_at(e.right, _SUM)}"
-    if isinstance(e, A.Add):
-        return f"{_at(e.left, _SUM)} + {_at(e.right, _PROD)}"
-    if isinstance(e, A.Sub):
-        return f"{_at(e.left, _SUM)} - {_at(e.right, _PROD)}"
-    if isinstance(e, A.Scale):
-        return f"{e.k} * {_at(e.operand, _UNARY)}"
-    if isinstance(e, A.Not):
-        return f"!{_at(e.operand, _UNARY)}"
-    if isinstance(e, A.Neg):
-        return f"-{_at(e.operand, _UNARY)}"
-    if isinstance(e, A.Count):
-        body = _at(e.body, _UNARY)
-        return f"#{guard_to_str(e.guard)} {body}" if e.guard else f"#{body}"
-    if isinstance(e, A.Exists):
-        return f"exists{guard_to_str(e.guard)} {_at(e.body, _UNARY)}"
-    if isinstance(e, A.Tok):
-        return f'"{e.symbol.value}"' if isinstance(e.symbol, A.SymLit) else f"Q[{e.symbol.name}]"
-    if isinstance(e, A.BoolConst):
-        return "true" if e.value else "false"
-    if isinstance(e, A.IntConst):
-        return str(e.value)
-    if isinstance(e, A.Ref):
-        if not e.indices:
-            return e.name
-        return f"{e.name}[{', '.join(sym_to_str(s) for s in e.indices)}]"
-    if isinstance(e, A.Min):
-        return f"min({expr_to_str(e.left)}, {expr_to_str(e.right)})"
-    if isinstance(e, A.Max):
-        return f"max({expr_to_str(e.left)}, {expr_to_str(e.right)})"
-    if isinstance(e, A.PosPred):
-        return f"pos[{rel_to_str(e.rel.expr)}]"
-    if isinstance(e, A.PosName):
-        return f"pos[{e.name}]"  # a bare name parses as a reference (Ref), not as PosName
-    if isinstance(e, A.Quant):
-        return f"{e.op}({e.var}, {expr_to_str(e.body)})"
-    if isinstance(e, A.Tokens):
-        return "tokens"
-    if isinstance(e, A.Indices):
-        return "indices"
-    if isinstance(e, A.Map):
-        args = ", ".join(expr_to_str(a) for a in e.args)
-        if len(e.params) == 1:
-            return f"map({e.params[0]} -> {rel_to_str(e.body)}, {args})"
-        return f"seqmap(({', '.join(e.params)}) -> {rel_to_str(e.body)}, {args})"
-    if isinstance(e, A.Select):
-        return f"select({expr_to_str(e.keys)}, {expr_to_str(e.queries)}, {e.op})"
-    if isinstance(e, A.Aggregate):
-        return f"aggregate({expr_to_str(e.selector)}, {expr_to_str(e.values)}, {e.reduction}, {e.default})"
-    if isinstance(e, A.SelectorWidth):
-        return f"selector_width({expr_to_str(e.selector)})"
-    raise TypeError(f"not an expression node: {e!r}")
+    printer = _PRINTERS.get(type(e))
+    if printer is None:
+        raise TypeError(f"not an expression node: {e!r}")
+    return printer(e)
 
 
 # relation precedence
