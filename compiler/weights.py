@@ -34,46 +34,45 @@ from .plan import Plan
 
 
 class COO:
-    """A weight tensor under construction, kept sparse: its shape and a list of (index, value)
+    """A weight tensor under construction, kept sparse: its shape and a list of (flat index, value)
     entries, summed where an index repeats. Almost every entry of a compiled model is 0 (each
     operation writes its own small block), so models with tens of thousands of residual dimensions
     stay small in memory and on disk."""
 
     def __init__(self, *shape: int) -> None:
         self.shape = tuple(int(x) for x in shape)
-        self._index: list[tuple] = []
+        self._stride = self.shape[1] if len(self.shape) == 2 else None
+        self._flat: list[int] = []  # row-major positions (ints convert to an array fast; tuples do not)
         self._value: list[float] = []
 
     def add(self, index: tuple, value) -> None:
         if value:
-            self._index.append(index)
+            if self._stride is not None:
+                self._flat.append(index[0] * self._stride + index[1])
+            elif len(index) == 1:
+                self._flat.append(index[0])
+            else:
+                self._flat.append(int(np.ravel_multi_index(index, self.shape)))
             self._value.append(float(value))
 
     def row(self, r: int, lin, ix) -> None:
+        base, flat, value = r * self._stride, self._flat, self._value
         for n, c in lin:
             if c:
-                self._index.append((r, ix[n]))
-                self._value.append(float(c))
+                flat.append(base + ix[n])
+                value.append(float(c))
 
     def arrays(self) -> tuple[tuple, np.ndarray, np.ndarray]:
         """(shape, indices (ndim, nnz) int64, values (nnz,) float64): repeated indices summed, zeros
         dropped, entries in row-major order."""
         nd = len(self.shape)
-        if not self._index:
+        if not self._flat:
             return self.shape, np.zeros((nd, 0), dtype=np.int64), np.zeros(0, dtype=np.float64)
-        idx = np.array(self._index, dtype=np.int64).reshape(len(self._index), nd)
-        flat = np.ravel_multi_index(tuple(idx.T), self.shape)
-        keys, where = np.unique(flat, return_inverse=True)
+        keys, where = np.unique(np.array(self._flat, dtype=np.int64), return_inverse=True)
         vals = np.bincount(where.ravel(), weights=np.array(self._value, dtype=np.float64), minlength=len(keys))
         keep = vals != 0.0
         out = np.array(np.unravel_index(keys[keep], self.shape), dtype=np.int64).reshape(nd, -1)
         return self.shape, out, vals[keep]
-
-    def dense(self) -> np.ndarray:
-        out = np.zeros(self.shape)
-        for k, v in zip(self._index, self._value):
-            out[k] += v
-        return out
 
 
 def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]]:

@@ -206,9 +206,15 @@ def _is_node(v) -> bool:
     return hasattr(type(v), "__dataclass_fields__")
 
 
+#: nodes without sub-expressions or guards: nothing to rewrite below them
+_LEAVES = frozenset({A.Tok, A.Ref, A.BoolConst, A.IntConst})
+
+
 def rewrite_expr(e):
     """Rewrite every regular guard in an expression into normal form; other guards stay as they are.
     Subtrees with nothing to rewrite are returned as the same objects."""
+    if type(e) in _LEAVES:  # half of an expanded program's nodes
+        return e
     kids = {}
     for name in _traversed(type(e)):
         v = getattr(e, name)
