@@ -185,10 +185,10 @@ class _Builder:
         self.hint = None
         self.materialized: dict[Form, B.Lit] = {}
         self._tok_cache: dict = {}
-        self._term_token: dict = {}
-        self.compare_memo: dict = {}
-        self._and_memo: dict = {}
-        self._or_memo: dict = {}  # threshold term -> the one token it requires, or None
+        self._term_token: dict = {}  # threshold term -> the one token it requires, or None
+        self.compare_memo: dict = {}  # comparison (by structure) -> its form
+        self._and_memo: dict = {}  # (form, form) -> their and
+        self._or_memo: dict = {}  # (form, form) -> their or
         self._pairs: dict = {}
         # the core's symbols are a computed property: read them once
         self.symbols: tuple[str, ...] = core.symbols
