@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
-import torch
 
 from rasp.errors import RaspError
 from rasp.gcpause import paused_gc
@@ -28,7 +27,6 @@ from rasp.rewrite import rewrite_core
 
 from .alloc import allocate
 from .graph import build_graph
-from .model import CompiledTransformer, length_groups, resolve_device, resolve_dtype
 from .plan import plan_layers
 from .weights import build_weights
 
@@ -65,13 +63,11 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
         alloc = allocate(plan)
         lap("alloc")
         arch, tensors = build_weights(plan, alloc)
-        lap("weights")
         for spec, layer in zip(arch["layers"], plan.layers):
             for h, node in zip(spec["heads"], layer.heads):
                 h["label"] = graph.nodes[node].label
                 h["dim"] = alloc.index[node]
-        module = CompiledTransformer(arch, tensors)
-        lap("module")
+        lap("weights")
     seconds = time.perf_counter() - t0
     definitions = {}
     for name, how in graph.definitions.items():
@@ -105,23 +101,45 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
             "nonzero": int(sum(len(vals) for _, _, vals in tensors.values())),
         },
     }
-    return CompiledModel(config, module, program, compile_seconds=seconds, compile_passes=passes)
+    # the nn.Module is built when first used (CompiledModel.module): printing the size or saving
+    # the weights needs neither it nor PyTorch, whose import alone takes seconds
+    return CompiledModel(config, None, program, compile_seconds=seconds, compile_passes=passes, weights=tensors)
 
 
 class CompiledModel:
     """A compiled program: the transformer (float64 master weights on CPU), its configuration and
     the source program (for encoding tokens and for checking against the interpreter)."""
 
-    def __init__(self, config: dict, module: CompiledTransformer, program: Program | None = None,
-                 compile_seconds: float | None = None, compile_passes: dict | None = None) -> None:
+    def __init__(self, config: dict, module=None, program: Program | None = None,
+                 compile_seconds: float | None = None, compile_passes: dict | None = None,
+                 weights: dict | None = None) -> None:
+        if module is None and weights is None:
+            raise ValueError("CompiledModel needs the module or its weights")
         self.config = config
-        self.module = module
+        self._module = module  # a CompiledTransformer, built from ``weights`` when first needed
+        self._weights = weights  # name -> (shape, indices, values) as NumPy arrays (from compile)
         self._program = program
         self.compile_seconds = compile_seconds
-        #: seconds per compiler pass (rewrite, graph, plan, alloc, weights, module; lower first for
-        #: RASP-L programs); empty for a loaded model
+        #: seconds per compiler pass (rewrite, graph, plan, alloc, weights; lower first for RASP-L
+        #: programs); empty for a loaded model
         self.compile_passes = dict(compile_passes or {})
         self._casts: dict = {}
+
+    @property
+    def module(self):
+        """The transformer (:class:`compiler.model.CompiledTransformer`, float64 master weights on CPU)."""
+        if self._module is None:
+            from .model import CompiledTransformer
+
+            self._module = CompiledTransformer(self.config["architecture"], self._weights)
+        return self._module
+
+    def with_config(self, config: dict, program: Program, compile_seconds: float | None,
+                    compile_passes: dict | None) -> "CompiledModel":
+        """The same weights under another configuration and source program (RASP-L models keep the
+        program that was lowered, see :mod:`compiler.bounded`)."""
+        return CompiledModel(config, self._module, program, compile_seconds=compile_seconds,
+                             compile_passes=compile_passes, weights=self._weights)
 
     # ------------------------------------------------------------------ description
     @property
@@ -160,8 +178,10 @@ class CompiledModel:
         return f"CompiledModel({self.kind}: {self.summary()})"
 
     # ------------------------------------------------------------------ running
-    def model(self, device=None, dtype="float32") -> CompiledTransformer:
+    def model(self, device=None, dtype="float32"):
         """The transformer on ``device`` (``auto``: CUDA when present) in ``dtype`` (cached)."""
+        from .model import resolve_device, resolve_dtype
+
         dev, dt = resolve_device(device or "cpu"), resolve_dtype(dtype)
         key = (str(dev), dt)
         if key not in self._casts:
@@ -173,6 +193,10 @@ class CompiledModel:
 
     def outputs(self, inputs: Sequence, *, device=None, dtype="float32", backend: str = "auto") -> list[np.ndarray]:
         """The output bools at every position: one (n_i, n_outputs) array per input."""
+        import torch
+
+        from .model import length_groups
+
         m = self.model(device, dtype)
         seqs = [self.encode(t) for t in inputs]
         out: list = [None] * len(seqs)
@@ -207,6 +231,8 @@ class CompiledModel:
     def residual(self, tokens, *, device=None, dtype="float64", backend: str = "auto") -> np.ndarray:
         """The final residual stream for one input: (n + 1, d_model), BOS first; columns are
         labelled by :attr:`residual_labels`."""
+        import torch
+
         m = self.model(device, dtype)
         ids = torch.as_tensor([self.encode(tokens)], dtype=torch.long, device=m.device)
         with torch.no_grad():
@@ -214,15 +240,18 @@ class CompiledModel:
 
     # ------------------------------------------------------------------ files
     def save(self, directory: str | Path) -> Path:
-        from safetensors.torch import save_file
+        from safetensors.numpy import save_file
 
         path = Path(directory)
+        weights = self._weights if self._weights is not None else {
+            k: (shape, idx.detach().cpu().numpy(), vals.detach().cpu().numpy())
+            for k, (shape, idx, vals) in self._module.weights().items()}
         try:
             path.mkdir(parents=True, exist_ok=True)
             tensors = {}
-            for k, (_, idx, vals) in self.module.weights().items():
-                tensors[k + ".indices"] = idx.detach().to("cpu", torch.int64).contiguous()
-                tensors[k + ".values"] = vals.detach().to("cpu", torch.float64).contiguous()
+            for k, (_, idx, vals) in weights.items():
+                tensors[k + ".indices"] = np.ascontiguousarray(idx, dtype=np.int64)
+                tensors[k + ".values"] = np.ascontiguousarray(vals, dtype=np.float64)
             save_file(tensors, str(path / WEIGHTS_FILE), metadata={"format": FORMAT})
             digest = hashlib.sha256((path / WEIGHTS_FILE).read_bytes()).hexdigest()
             config = dict(self.config, weights_sha256=digest)
@@ -252,7 +281,10 @@ def expected_shapes(arch: dict) -> dict[str, tuple[int, ...]]:
 def load(directory: str | Path) -> CompiledModel:
     """Load a model written by :meth:`CompiledModel.save` (safetensors + JSON; nothing is unpickled).
     Anything missing, corrupted or foreign is a :class:`RaspError`."""
+    import torch
     from safetensors.torch import load_file
+
+    from .model import CompiledTransformer
 
     path = Path(directory)
     where = str(path)

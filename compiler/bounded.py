@@ -84,8 +84,8 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
         "lowered_source": module_to_str(lowered.module),
     }
     # the reported time includes the lowering, so RASP-L and C-RASP programs compare
-    return CompiledModel(config, model.module, program, compile_seconds=lower_s + model.compile_seconds,
-                         compile_passes={"lower": lower_s, **model.compile_passes})
+    return model.with_config(config, program, lower_s + model.compile_seconds,
+                             {"lower": lower_s, **model.compile_passes})
 
 
 def max_length_of(model: CompiledModel) -> int | None:
