@@ -396,39 +396,27 @@ class _Builder:
         and its token set: while every operand is a sum of terms that each require one token of
         their own (``Q[x] && ...``), each step is a concatenation that costs the operand's size, not
         the sum's (folding pairwise would re-examine the whole sum n times)."""
-        ops = []
-        while isinstance(e, A.Or):
-            ops.append(e.right)
-            e = e.left
-        ops.append(e)
-        ops.reverse()
-        acc: Form | None = self.bool_expr(ops[0])
-        terms: list = []
-        toks: set = set()  # the tokens of ``terms`` while acc is None
+        ops = or_operands(e)
+        acc = self.bool_expr(ops[0])
+        terms: list | None = None  # the running sum, while there is one (acc is then stale)
+        toks: set = set()  # the tokens its terms require
         for op in ops[1:]:
             g = self.bool_expr(op)
-            if acc is None:
+            if terms is None and acc not in (B.TRUE, B.FALSE) and g not in (B.TRUE, B.FALSE):
+                f = B.norm(acc)
+                tf = None if f.neg else self._form_tokens(f)
+                if tf is not None:
+                    terms, toks = list(f.terms), set(tf)
+            if terms is not None:
                 gn = B.norm(g)
                 tg = None if (gn.neg or g == B.FALSE) else self._form_tokens(gn)
                 if tg is not None and len(terms) + len(gn.terms) <= B.TERM_CAP and not (toks & tg):
-                    terms.extend(gn.terms)
+                    terms.extend(gn.terms)  # what f_or returns for token-exclusive sums
                     toks |= tg
                     continue
-                acc = B.Form(tuple(terms))
-            elif acc not in (B.TRUE, B.FALSE) and g not in (B.TRUE, B.FALSE):
-                f = B.norm(acc)
-                tf = None if f.neg else self._form_tokens(f)
-                if tf is not None:  # start a running sum
-                    terms, toks, acc = list(f.terms), set(tf), None
-                    gn = B.norm(g)
-                    tg = None if gn.neg else self._form_tokens(gn)
-                    if tg is not None and len(terms) + len(gn.terms) <= B.TERM_CAP and not (toks & tg):
-                        terms.extend(gn.terms)
-                        toks |= tg
-                        continue
-                    acc = B.Form(tuple(terms))
+                acc, terms = B.Form(tuple(terms)), None
             acc = self.f_or(acc, g)
-        return acc if acc is not None else B.Form(tuple(terms))
+        return acc if terms is None else B.Form(tuple(terms))
 
     # ---------------------------------------------------------------- comparisons
     def compare(self, e: A.Compare) -> Form:
@@ -546,11 +534,11 @@ class _Builder:
                         test = B.lit_form(self.materialize(test))
                     return B.f_cond(self, test, a, b)
                 if eq:  # E == 0 iff E >= 0 and -E >= 0; min/max split differently in each
-                    return B.f_and(self, self.ge0(terms, c, path), self.ge0(_neg(terms), -c, path))
+                    return self.f_and(self.ge0(terms, c, path), self.ge0(_neg(terms), -c, path))
                 a = self.ge0(*self._with(rest, c, e.left, k), path)
                 b = self.ge0(*self._with(rest, c, e.right, k), path)
                 conj = isinstance(e, A.Min) == (k > 0)  # min >= ... : both; max >= ... : either
-                return B.f_and(self, a, b) if conj else B.f_or(self, a, b)
+                return self.f_and(a, b) if conj else self.f_or(a, b)
         return self.leaf(terms, c, path, eq)
 
     def leaf(self, terms: dict, c: int, path, eq: bool) -> Form:
@@ -565,7 +553,7 @@ class _Builder:
         if not terms:
             leaf = B.TRUE if (c == 0 if eq else c >= 0) else B.FALSE
         elif eq:
-            leaf = B.f_and(self, self.linear_atom(terms, c), self.linear_atom(_neg(terms), -c))
+            leaf = self.f_and(self.linear_atom(terms, c), self.linear_atom(_neg(terms), -c))
         else:
             leaf = self.linear_atom(terms, c)
         # where the path has fixed the token, say so: the branch is only used under that condition,
@@ -575,7 +563,7 @@ class _Builder:
             toks = self._path_tokens[path[1]] = frozenset(k for k, _ in path[1])
         if len(toks) == 1 and len(self.symbols) > 1 and leaf != B.FALSE:
             sym = self.symbols[next(iter(toks))]
-            leaf = B.f_and(self, B.lit_form((self.token(sym).id, False)), leaf)
+            leaf = self.f_and(B.lit_form((self.token(sym).id, False)), leaf)
         return leaf
 
     def split_by_token(self, terms: dict, c: int, path, eq: bool):
@@ -628,7 +616,7 @@ class _Builder:
             if leaf == B.FALSE:
                 continue
             if leaf.neg or self._form_tokens(leaf) != frozenset((self.token(self.symbols[pair[0]]).id,)):
-                return functools.reduce(lambda f, g: B.f_or(self, f, g), (f for _, f in leaves), B.FALSE)
+                return functools.reduce(self.f_or, (f for _, f in leaves), B.FALSE)
             out.extend(leaf.terms)
         return B.norm(B.Form(tuple(out)))
 
@@ -756,6 +744,17 @@ class _Builder:
                 lit = (sign.id, False)
             weights[lit] = weights.get(lit, 0) + 1
         return B.thr_form(B.make_thr(weights, hi + 1))
+
+
+def or_operands(e) -> list:
+    """The operands of a left-nested chain ``a1 || a2 || ... || an``, in order."""
+    ops = []
+    while isinstance(e, A.Or):
+        ops.append(e.right)
+        e = e.left
+    ops.append(e)
+    ops.reverse()
+    return ops
 
 
 def _neg(terms: dict) -> dict:

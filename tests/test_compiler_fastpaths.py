@@ -21,12 +21,7 @@ from rasp.strategies import programs
 
 
 def _plain_or_chain(self, e):
-    ops = []
-    while isinstance(e, rasp.ast.Or):
-        ops.append(e.right)
-        e = e.left
-    ops.append(e)
-    return functools.reduce(lambda f, g: B.f_or(self, f, g), [self.bool_expr(x) for x in reversed(ops)])
+    return functools.reduce(lambda f, g: B.f_or(self, f, g), [self.bool_expr(x) for x in G.or_operands(e)])
 
 
 PLAIN = {

@@ -172,17 +172,20 @@ class AlphabetView:
     def __getattr__(self, name):
         return getattr(self._task, name)
 
+    def _own(self, alphabet):
+        return self.alphabet if alphabet is None else alphabet
+
     def sample(self, rng, length, alphabet=None):
-        return self._task.sample(rng, length, self.alphabet if alphabet is None else alphabet)
+        return self._task.sample(rng, length, self._own(alphabet))
 
     def reference(self, tokens, alphabet=None):
-        return self._task.reference(tokens, self.alphabet if alphabet is None else alphabet)
+        return self._task.reference(tokens, self._own(alphabet))
 
     def min_length(self, alphabet=None):
-        return self._task.min_length(self.alphabet if alphabet is None else alphabet)
+        return self._task.min_length(self._own(alphabet))
 
     def max_length(self, alphabet=None):
-        return self._task.max_length(self.alphabet if alphabet is None else alphabet)
+        return self._task.max_length(self._own(alphabet))
 
 
 def make_samples(task, rng: np.random.Generator, lo: int, hi: int, n: int) -> list:
