@@ -11,8 +11,16 @@ model stopped (teacher forcing: equivalent to running the interpreter's own gree
 instead of O(n^2)). Where a task is registered, the output value must also equal its reference.
 
 **find-limit** doubles the length until the first disagreement, the task's longest input, the time
-budget (the next length would not finish within it) or the memory budget (half the free memory),
-and reports the longest length at which every sample agreed, per dtype.
+budget (the next length would not finish within it) or the memory budget, and reports the longest
+length at which every sample agreed, per dtype.
+
+**Memory budget.** Every step's peak memory is measured (:class:`PeakMemory`: the process's peak
+resident memory on CPU, the caching allocator's peak on CUDA), and the next length is tried only
+if that peak, scaled linearly to the next length (memory is linear in n for every backend but
+``dense``) with a margin of ``MEMORY_MARGIN``, fits in ``MEMORY_FRACTION`` of the memory free now;
+on CUDA the host's part (sampling, interpreter) must fit in the host's free memory as well. Before
+the first step, and where the peak cannot be measured (no ``/proc``), :func:`estimate_bytes`, an
+analytic bound, takes its place.
 """
 from __future__ import annotations
 
@@ -46,6 +54,10 @@ class Row:
     device: str
     backend: str
     example: list | None = None  # the first disagreeing input (shortened), if any
+    #: measured peak memory the step added (bytes; see PeakMemory), None where it cannot be measured:
+    #: on the model's device, and on the host (the same figure on CPU)
+    peak_bytes: int | None = None
+    host_peak_bytes: int | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -180,22 +192,83 @@ def _same_value(value, target) -> bool:
 def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np.random.Generator, *,
                   device=None, dtype="float32", backend: str = "auto", max_new: int | None = None) -> Row:
     program = model.program
-    inputs, targets = sample_inputs(program, task, rng, length, samples)
-    same, ref_ok, _, t_model, t_interp = check_inputs(model, inputs, targets, device=device, dtype=dtype,
-                                                      backend=backend, max_new=max_new)
+    m = model.model(device, dtype)
+    with PeakMemory(m.device) as peak:
+        inputs, targets = sample_inputs(program, task, rng, length, samples)
+        same, ref_ok, _, t_model, t_interp = check_inputs(model, inputs, targets, device=device, dtype=dtype,
+                                                          backend=backend, max_new=max_new)
     both = [a and b for a, b in zip(same, ref_ok)]
     example = None
     if not all(both):
         bad = inputs[both.index(False)]
         example = bad if len(bad) <= 40 else bad[:20] + ["..."] + bad[-20:]
-    m = model.model(device, dtype)
     return Row(
         length=length, samples=samples, agree=sum(both) / max(1, samples),
         agree_interpreter=sum(same) / max(1, samples),
         agree_reference=None if all(t is None for t in targets) else sum(ref_ok) / max(1, samples),
         model_seconds=round(t_model, 6), interp_seconds=round(t_interp, 6), dtype=str(dtype),
         device=str(m.device), backend=m.pick_backend(backend), example=example,
+        peak_bytes=peak.device_bytes, host_peak_bytes=peak.host_bytes,
     )
+
+
+#: find-limit tries a length only if its predicted peak fits in this fraction of the free memory
+MEMORY_FRACTION = 0.5
+#: measured peaks are scaled to the next length with this margin
+MEMORY_MARGIN = 1.5
+
+
+def _proc_status_bytes(field: str) -> int | None:
+    """A ``kB`` field of /proc/self/status (VmRSS, VmHWM) in bytes, or None without /proc."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+class PeakMemory:
+    """The peak memory a block adds, measured (``with PeakMemory(device) as p: ...``).
+
+    ``host_bytes``: the process's peak resident memory during the block minus its resident memory at
+    the start. The peak (VmHWM) is reset to the current resident size at the start by writing 5 to
+    /proc/self/clear_refs (Linux); where that is impossible the figure is None.
+    ``device_bytes``: on CUDA the caching allocator's peak during the block minus what was allocated
+    at its start (``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``); on CPU the
+    same figure as ``host_bytes``."""
+
+    def __init__(self, device) -> None:
+        self.device = torch.device(device) if not isinstance(device, torch.device) else device
+        self.host_bytes: int | None = None
+        self.device_bytes: int | None = None
+
+    def __enter__(self) -> "PeakMemory":
+        self._host0 = None
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self._host0 = _proc_status_bytes("VmRSS")
+        except OSError:
+            pass
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self._dev0 = torch.cuda.memory_allocated(self.device)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        if self._host0 is not None:
+            peak = _proc_status_bytes("VmHWM")
+            self.host_bytes = None if peak is None else max(0, peak - self._host0)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            self.device_bytes = max(0, torch.cuda.max_memory_allocated(self.device) - self._dev0)
+        else:
+            self.device_bytes = self.host_bytes
+        return False
 
 
 def free_memory(device) -> int:
@@ -213,14 +286,49 @@ def free_memory(device) -> int:
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
 
 
-def estimate_bytes(model: CompiledModel, length: int, samples: int, dtype="float32") -> int:
-    """A generous estimate of the peak memory of one verification step at ``length``."""
+def estimate_bytes(model: CompiledModel, length: int, samples: int, dtype="float32", backend: str = "auto") -> int:
+    """An analytic bound on the peak memory of one verification step at ``length``, used before any
+    step has been measured. Per token and input: two copies of every residual, head, MLP and sign
+    dimension at 4 bytes or more (the forward holds the residual and one sublayer's activations, the
+    uniform heads' running sums are float64), plus two int64 per definition for the interpreter; a
+    generator's sequence counted at three times the prompt (``default_max_new`` is 2n + 8); the
+    ``dense`` backend adds its (n + 1)^2 logits per head three times. On the CPU measurements of
+    ``benchmarks`` programs (2026-11-30) the true peak is 2 to 6 times smaller."""
     s = model.size
-    item = resolve_dtype(dtype).itemsize
-    width = s["d_model"] * 6 + s["heads"] * 3 + max(s["mlp_width"], 1) * 2
+    item = max(resolve_dtype(dtype).itemsize, 4)
+    width = s["d_model"] + s["heads"] + max(s["mlp_width"], 1) + s["sign_width"]
     n = length * (3 if model.kind == "generate" else 1)
-    interp = n * len(model.program.core.defs) * 8 * 2
-    return samples * (n * width * max(item, 4) * 2 + interp)
+    per_token = width * item * 2 + len(model.program.core.defs) * 8 * 2
+    total = samples * n * per_token
+    if model.model(None, dtype).pick_backend(backend) == "dense":
+        total += samples * 3 * (n + 1) ** 2 * max(s["heads"], 1) * item
+    return total
+
+
+def predict_bytes(model: CompiledModel, length: int, samples: int, dtype, backend: str,
+                  measured: list) -> tuple[int, int | None]:
+    """(device bytes, host bytes or None) that the step at ``length`` is expected to add.
+
+    ``measured`` holds ``(length, device bytes, host bytes)`` of the steps so far. The prediction is
+    the larger per-token rate of the last two measured steps (bytes / length, / length^2 for the
+    dense backend) times ``length``, times ``MEMORY_MARGIN``: two steps, because a step may reuse
+    memory the allocator kept from the one before and so look cheaper than it is. Where nothing was
+    measured it is the analytic :func:`estimate_bytes`."""
+    done = [m for m in measured if m[1] is not None][-2:]
+    if not done:
+        return estimate_bytes(model, length, samples, dtype, backend), None
+    power = 2 if model.model(None, dtype).pick_backend(backend) == "dense" else 1
+
+    def scaled(k: int) -> int | None:
+        if any(m[k] is None for m in done):
+            return None
+        return int(MEMORY_MARGIN * length ** power * max(m[k] / m[0] ** power for m in done))
+
+    return scaled(1), scaled(2)
+
+
+def _gib(b: int) -> str:
+    return f"{b / 2**30:.2f} GiB"
 
 
 def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.random.Generator, device=None,
@@ -233,6 +341,7 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
     tmax = task_max_length(task, model.program)
     last = 0.0
     dev = model.model(device, dtype).device
+    measured: list = []  # (length, device bytes, host bytes) per step
     while True:
         if max_length is not None and n > max_length:
             stopped = f"max length {max_length}"
@@ -240,9 +349,17 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
         if tmax is not None and n > tmax:
             stopped = f"the task's longest input ({tmax})"
             break
-        if estimate_bytes(model, n, samples, dtype) > free_memory(dev) // 2:
-            stopped = "memory budget"
+        need_dev, need_host = predict_bytes(model, n, samples, dtype, backend, measured)
+        free_dev = free_memory(dev)
+        if need_dev > MEMORY_FRACTION * free_dev:
+            stopped = f"memory budget (length {n} needs about {_gib(need_dev)}, {_gib(free_dev)} free)"
             break
+        if need_host is not None and dev.type == "cuda":
+            free_host = free_memory("cpu")
+            if need_host > MEMORY_FRACTION * free_host:
+                stopped = (f"memory budget (length {n} needs about {_gib(need_host)} of host memory, "
+                           f"{_gib(free_host)} free)")
+                break
         spent = time.perf_counter() - t_start
         if longest is not None and spent + 2.5 * last > budget_s:
             stopped = f"time budget ({budget_s:g} s)"
@@ -255,6 +372,7 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
             stopped = "out of memory"
             break
         last = time.perf_counter() - t0
+        measured.append((n, row.peak_bytes, row.host_peak_bytes))
         if rows is not None:
             rows.append(row)
         if row.agree < 1.0:

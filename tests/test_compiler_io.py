@@ -141,6 +141,65 @@ def test_cli_verify_find_limit(capsys):
     assert [r["length"] for r in res["rows"]] == [16, 64, 128, 256, 512, 1024]
 
 
+def test_peak_memory_measures_an_allocation():
+    """PeakMemory sees a 256 MB array that lives only inside the block (on CPU, device = host);
+    where /proc/self/clear_refs cannot be written it reports None rather than a wrong figure."""
+    with V.PeakMemory("cpu") as p:
+        a = np.ones(32 * 2**20)  # 256 MiB, touched
+        del a
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        assert p.host_bytes is None and p.device_bytes is None
+        return
+    assert 250 * 2**20 <= p.host_bytes < 2**30
+    assert p.device_bytes == p.host_bytes
+
+
+def test_predict_bytes_scales_the_last_two_steps():
+    """Linear in the length from the larger per-token rate of the last two steps, with the margin;
+    quadratic for the dense backend; the analytic estimate before any measurement."""
+    m = compiler.compile(rasp.load(DYCK))
+    M = V.MEMORY_MARGIN
+    assert V.predict_bytes(m, 2048, 1, "float32", "scan", [(512, 900, 900), (1024, 1000, 1000)]) == (
+        int(M * 2048 * 900 / 512), int(M * 2048 * 900 / 512))
+    assert V.predict_bytes(m, 2048, 1, "float32", "scan", [(1, 10**9, None), (512, 512, None), (1024, 2048, None)]) == (
+        int(M * 4096), None)  # the first step is no longer among the last two
+    assert V.predict_bytes(m, 64, 1, "float32", "dense", [(32, 1024, 1024)]) == (int(M * 4096), int(M * 4096))
+    est = V.estimate_bytes(m, 4096, 3, "float32")
+    assert V.predict_bytes(m, 4096, 3, "float32", "scan", []) == (est, None)
+    assert V.predict_bytes(m, 4096, 3, "float32", "scan", [(16, None, None)]) == (est, None)
+    assert V.estimate_bytes(m, 64, 1, "float32", "dense") > V.estimate_bytes(m, 64, 1, "float32") + 3 * 65**2
+
+
+def test_find_limit_stops_on_the_measured_memory_budget(monkeypatch):
+    """With steps that measure 1,000 bytes per token and 10^8 bytes free, the step at n runs while
+    1.5 * 1000 * n <= 0.5 * 10^8: up to 32,768; 65,536 is refused (no step is run for it)."""
+    m = compiler.compile(rasp.load(DYCK))
+    ran = []
+
+    def fake_step(model, task, n, samples, rng, **kw):
+        ran.append(n)
+        return V.Row(length=n, samples=samples, agree=1.0, agree_interpreter=1.0, agree_reference=None,
+                     model_seconds=0.0, interp_seconds=0.0, dtype="float32", device="cpu", backend="scan",
+                     peak_bytes=1000 * n, host_peak_bytes=1000 * n)
+
+    monkeypatch.setattr(V, "verify_length", fake_step)
+    monkeypatch.setattr(V, "free_memory", lambda dev: 10**8)
+    lim = V.find_limit(m, None, "float32", samples=1, rng=np.random.default_rng(0), start=16, budget_s=60)
+    assert lim["longest_exact"] == 32768 and ran[-1] == 32768
+    assert lim["stopped"].startswith("memory budget (length 65536 needs about")
+
+
+def test_verify_json_rows_report_peak_memory(capsys):
+    assert main(["verify", DYCK, "--lengths", "4096", "--samples", "2", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert set(row) >= {"peak_bytes", "host_peak_bytes"}
+    assert row["peak_bytes"] == row["host_peak_bytes"]  # CPU
+    assert row["peak_bytes"] is None or row["peak_bytes"] >= 0
+
+
 def test_verify_reports_disagreement(capsys, monkeypatch):
     """A model that disagrees makes verify exit 1 with the first disagreeing input."""
     from compiler import api

@@ -131,7 +131,9 @@ def run(args: argparse.Namespace) -> int:
 def _print_row(r, *, header: bool, model, target: str, sampler: str) -> None:
     if header:
         print(f"{target}: {model.summary()}; inputs: {sampler}")
-        print(f"{'length':>9} {'dtype':>9} {'device':>7} {'samples':>7} {'agree':>7} {'model s':>9} {'interp s':>9}")
+        print(f"{'length':>9} {'dtype':>9} {'device':>7} {'samples':>7} {'agree':>7} {'model s':>9} {'interp s':>9} "
+              f"{'peak MiB':>9}")
     agree = f"{round(r.agree * r.samples)}/{r.samples}"
     print(f"{r.length:>9} {r.dtype:>9} {r.device:>7} {r.samples:>7} {agree:>7} {r.model_seconds:>9.3f} "
-          f"{r.interp_seconds:>9.3f}" + ("" if r.example is None else f"   first disagreement: {' '.join(r.example)}"))
+          f"{r.interp_seconds:>9.3f} {'-' if r.peak_bytes is None else f'{r.peak_bytes / 2**20:.0f}':>9}"
+          + ("" if r.example is None else f"   first disagreement: {' '.join(r.example)}"))
