@@ -2,7 +2,8 @@
 
 `compiler/graph.py` has shortcuts that keep compile time linear in the expanded program (see
 docs/compiler.md, "Compile time"): one-step splitting of token-determined sums, or-chains folded as
-running sums, comparisons and and/or pairs worked out once. Each is switched off here in turn (the
+running sums, comparisons and and/or pairs worked out once, the and of two conjunctions and a
+single count against a constant built directly. Each is switched off here in turn (the
 plain construction: pairwise splits, pairwise folds, no memos) and the model must be the same, weight
 for weight and label for label, on the programs that use it and on random programs."""
 from __future__ import annotations
@@ -30,6 +31,8 @@ PLAIN = {
     "compare": G._Builder._compare_located,
     "f_and": lambda self, f, g: B.f_and(self, f, g),
     "f_or": lambda self, f, g: B.f_or(self, f, g),
+    "_and_conj": staticmethod(lambda f, g: None),
+    "single_count": lambda self, op, L, lc, R, rc: None,
 }
 
 
@@ -50,10 +53,10 @@ def _alphabet(path: str, n: int | None):
 
 
 CASES = [  # (program, alphabet size or None, the shortcuts it exercises)
-    ("programs/sort.rasp", 7, ["split_by_token", "or_chain", "compare", "f_and", "f_or"]),
-    ("programs/uf.rasp", 6, ["or_chain", "compare", "f_and", "f_or"]),
-    ("programs/ur.rasp", None, ["or_chain", "compare", "f_and", "f_or"]),
-    ("programs/majority.rasp", None, ["split_by_token", "compare", "f_and", "f_or"]),
+    ("programs/sort.rasp", 7, ["split_by_token", "or_chain", "compare", "f_and", "f_or", "_and_conj", "single_count"]),
+    ("programs/uf.rasp", 6, ["or_chain", "compare", "f_and", "f_or", "_and_conj", "single_count"]),
+    ("programs/ur.rasp", None, ["or_chain", "compare", "f_and", "f_or", "_and_conj", "single_count"]),
+    ("programs/majority.rasp", None, ["split_by_token", "compare", "f_and", "f_or", "_and_conj", "single_count"]),
 ]
 
 
@@ -68,10 +71,28 @@ output accept D
 '''
 
 
-@pytest.mark.parametrize("path,n,shortcuts", CASES + [(OVERLAP, None, ["or_chain", "f_or"])],
-                         ids=[c[0].split("/")[1] for c in CASES] + ["overlapping-or"])
+#: single counts against constants with every operator, on either side, with coefficients, and an
+#: and of two conjunctions that clash (X && !X)
+ATOMS = '''alphabet a b c
+P1 = #"a" > 1
+P2 = 2 < #"b"
+P3 = #"c" <= 2
+P4 = 1 >= #("a" || "b")
+P5 = 3 * #"a" < 4
+P6 = 1 - #"b" >= 0
+X = exists "c"
+Y = X && !X
+Z = ("a" && P1 && P3) || ("b" && P2 && P5) || ("c" && P4 && P6) || Y
+output accept Z
+'''
+INLINE = {OVERLAP: "overlapping-or", ATOMS: "single-counts"}
+
+
+@pytest.mark.parametrize("path,n,shortcuts", CASES + [(OVERLAP, None, ["or_chain", "f_or"]),
+                                                      (ATOMS, None, ["single_count", "_and_conj"])],
+                         ids=[c[0].split("/")[1] for c in CASES] + ["overlapping-or", "single-counts"])
 def test_shortcuts_build_the_same_model(path, n, shortcuts, monkeypatch):
-    program = rasp.parse(path) if path == OVERLAP else _alphabet(path, n)
+    program = rasp.parse(path) if path in INLINE else _alphabet(path, n)
     fast = _fingerprint(compiler.compile(program))
     for shortcut in shortcuts:
         assert _fingerprint(_compile_plain(program, monkeypatch, shortcut)) == fast, shortcut
