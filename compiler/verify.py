@@ -14,18 +14,22 @@ instead of O(n^2)). Where a task is registered, the output value must also equal
 budget (the next length would not finish within it) or the memory budget, and reports the longest
 length at which every sample agreed, per dtype.
 
-**Memory budget.** Every step's peak memory is measured (:class:`PeakMemory`: the process's peak
-resident memory on CPU, the caching allocator's peak on CUDA), and the next length is tried only
-if that peak, scaled linearly to the next length (memory is linear in n for every backend but
-``dense``) with a margin of ``MEMORY_MARGIN``, fits in ``MEMORY_FRACTION`` of the memory free now;
-on CUDA the host's part (sampling, interpreter) must fit in the host's free memory as well. Before
-the first step, and where the peak cannot be measured (no ``/proc``), :func:`estimate_bytes`, an
-analytic bound, takes its place.
+**Memory budget.** Every step's memory is measured (:class:`PeakMemory`: how far the process's
+resident memory rose above its level at the start of the step on CPU, the caching allocator's peak
+on CUDA), and the next length is tried only if the larger per-token figure of the last two steps,
+scaled linearly to the next length (memory is linear in n for every backend but ``dense``) with a
+margin of ``MEMORY_MARGIN``, fits in ``MEMORY_FRACTION`` of the memory free now (:func:`free_memory`);
+on CUDA the host's part (sampling, interpreter) must fit in the host's free memory as well. Until a
+step has used ``MEASURE_FLOOR`` bytes, and where nothing can be measured (no ``/proc``),
+:func:`estimate_bytes`, an analytic bound, takes its place. A search the budget stopped says
+``"stopped": "memory budget"`` and, under ``"memory"``, the length refused, its predicted need and
+the free memory.
 """
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -216,6 +220,8 @@ def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np
 MEMORY_FRACTION = 0.5
 #: measured peaks are scaled to the next length with this margin
 MEMORY_MARGIN = 1.5
+#: steps that added less than this are too small to extrapolate from
+MEASURE_FLOOR = 16 * 2**20
 
 
 def _proc_status_bytes(field: str) -> int | None:
@@ -231,14 +237,15 @@ def _proc_status_bytes(field: str) -> int | None:
 
 
 class PeakMemory:
-    """The peak memory a block adds, measured (``with PeakMemory(device) as p: ...``).
+    """The memory a block adds at its peak, measured (``with PeakMemory(device) as p: ...``).
 
     ``host_bytes``: the process's peak resident memory during the block minus its resident memory at
     the start. The peak (VmHWM) is reset to the current resident size at the start by writing 5 to
-    /proc/self/clear_refs (Linux); where that is impossible the figure is None.
+    /proc/self/clear_refs (Linux); where that is impossible the figure is None. The reset is for the
+    whole process (``getrusage``'s ru_maxrss follows it), so blocks must not nest.
     ``device_bytes``: on CUDA the caching allocator's peak during the block minus what was allocated
-    at its start (``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``); on CPU the
-    same figure as ``host_bytes``."""
+    at its start (``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``); on other
+    devices the same figure as ``host_bytes``. Both stay None when the block raises."""
 
     def __init__(self, device) -> None:
         self.device = torch.device(device) if not isinstance(device, torch.device) else device
@@ -259,7 +266,9 @@ class PeakMemory:
             self._dev0 = torch.cuda.memory_allocated(self.device)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None:  # measure nothing (a synchronize here could mask the error)
+            return False
         if self._host0 is not None:
             peak = _proc_status_bytes("VmHWM")
             self.host_bytes = None if peak is None else max(0, peak - self._host0)
@@ -271,19 +280,37 @@ class PeakMemory:
         return False
 
 
+def _cgroup_free() -> int | None:
+    """Bytes left under this process's cgroup (v2) memory limit, or None without a limit."""
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return max(0, int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
+    except (OSError, ValueError):
+        return None
+
+
 def free_memory(device) -> int:
-    """Bytes free on the device (CPU: MemAvailable)."""
+    """Bytes a step may still use on the device. CUDA: free device memory plus what PyTorch's caching
+    allocator holds unused; CPU: MemAvailable, or less under a cgroup memory limit."""
     dev = torch.device(device) if not isinstance(device, torch.device) else device
     if dev.type == "cuda":
-        return int(torch.cuda.mem_get_info(dev)[0])
+        cached = torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
+        return int(torch.cuda.mem_get_info(dev)[0]) + int(cached)
+    avail = None
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    avail = int(line.split()[1]) * 1024
+                    break
     except OSError:
         pass
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    if avail is None:
+        avail = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    cg = _cgroup_free()
+    return avail if cg is None else min(avail, cg)
 
 
 def estimate_bytes(model: CompiledModel, length: int, samples: int, dtype="float32", backend: str = "auto") -> int:
@@ -300,35 +327,50 @@ def estimate_bytes(model: CompiledModel, length: int, samples: int, dtype="float
     n = length * (3 if model.kind == "generate" else 1)
     per_token = width * item * 2 + len(model.program.core.defs) * 8 * 2
     total = samples * n * per_token
-    if model.model(None, dtype).pick_backend(backend) == "dense":
+    if backend == "dense":  # (auto never picks the dense reference)
         total += samples * 3 * (n + 1) ** 2 * max(s["heads"], 1) * item
     return total
 
 
 def predict_bytes(model: CompiledModel, length: int, samples: int, dtype, backend: str,
-                  measured: list) -> tuple[int, int | None]:
-    """(device bytes, host bytes or None) that the step at ``length`` is expected to add.
+                  measured: list) -> tuple[int, int]:
+    """(device bytes, host bytes) that the step at ``length`` is expected to add.
 
     ``measured`` holds ``(length, device bytes, host bytes)`` of the steps so far. The prediction is
-    the larger per-token rate of the last two measured steps (bytes / length, / length^2 for the
-    dense backend) times ``length``, times ``MEMORY_MARGIN``: two steps, because a step may reuse
-    memory the allocator kept from the one before and so look cheaper than it is. Where nothing was
-    measured it is the analytic :func:`estimate_bytes`."""
-    done = [m for m in measured if m[1] is not None][-2:]
-    if not done:
-        return estimate_bytes(model, length, samples, dtype, backend), None
-    power = 2 if model.model(None, dtype).pick_backend(backend) == "dense" else 1
+    the larger per-token rate of the last two steps that used at least ``MEASURE_FLOOR`` bytes
+    (bytes / length, / length^2 for the dense backend) times ``length``, times ``MEMORY_MARGIN``:
+    two steps, because a step may reuse memory the allocator kept from the one before and look
+    cheaper than it is; the floor, because a small step's figure is mostly noise (often 0). Where
+    no such step was measured it is the analytic :func:`estimate_bytes`, for the host as well.
+    A generator's rate is per prompt token: a step whose generation runs much longer than the one
+    before (a model that does not stop) can exceed the prediction; the margin covers part of that."""
+    est = None
 
-    def scaled(k: int) -> int | None:
-        if any(m[k] is None for m in done):
-            return None
+    def scaled(k: int) -> int:
+        nonlocal est
+        done = [m for m in measured if m[k] is not None and m[k] >= MEASURE_FLOOR][-2:]
+        if not done:
+            if est is None:
+                est = estimate_bytes(model, length, samples, dtype, backend)
+            return est
+        power = 2 if backend == "dense" else 1
         return int(MEMORY_MARGIN * length ** power * max(m[k] / m[0] ** power for m in done))
 
     return scaled(1), scaled(2)
 
 
-def _gib(b: int) -> str:
-    return f"{b / 2**30:.2f} GiB"
+def memory_stop(device, need_dev: int, need_host: int, free=None) -> dict | None:
+    """Why a step needing ``need_dev`` bytes on ``device`` (and ``need_host`` on the host, checked
+    separately for CUDA) does not fit in ``MEMORY_FRACTION`` of the free memory, or None when it
+    fits. ``free`` (device -> bytes) defaults to :func:`free_memory`."""
+    free = free or free_memory
+    dev = torch.device(device) if not isinstance(device, torch.device) else device
+    checks = [(dev, need_dev)] + ([(torch.device("cpu"), need_host)] if dev.type != "cpu" else [])
+    for d, need in checks:
+        avail = free(d)
+        if need > MEMORY_FRACTION * avail:
+            return {"memory": str(d), "need_bytes": int(need), "free_bytes": int(avail)}
+    return None
 
 
 def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.random.Generator, device=None,
@@ -342,6 +384,7 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
     last = 0.0
     dev = model.model(device, dtype).device
     measured: list = []  # (length, device bytes, host bytes) per step
+    memory = None  # what the memory budget refused, if it stopped the search
     while True:
         if max_length is not None and n > max_length:
             stopped = f"max length {max_length}"
@@ -349,17 +392,11 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
         if tmax is not None and n > tmax:
             stopped = f"the task's longest input ({tmax})"
             break
-        need_dev, need_host = predict_bytes(model, n, samples, dtype, backend, measured)
-        free_dev = free_memory(dev)
-        if need_dev > MEMORY_FRACTION * free_dev:
-            stopped = f"memory budget (length {n} needs about {_gib(need_dev)}, {_gib(free_dev)} free)"
+        memory = memory_stop(dev, *predict_bytes(model, n, samples, dtype, backend, measured))
+        if memory is not None:
+            stopped = "memory budget"
+            memory["length"] = n
             break
-        if need_host is not None and dev.type == "cuda":
-            free_host = free_memory("cpu")
-            if need_host > MEMORY_FRACTION * free_host:
-                stopped = (f"memory budget (length {n} needs about {_gib(need_host)} of host memory, "
-                           f"{_gib(free_host)} free)")
-                break
         spent = time.perf_counter() - t_start
         if longest is not None and spent + 2.5 * last > budget_s:
             stopped = f"time budget ({budget_s:g} s)"
@@ -381,5 +418,8 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
             break
         longest = n
         n *= 2
-    return {"dtype": str(dtype), "longest_exact": longest, "first_failure": failed, "stopped": stopped,
-            "seconds": round(time.perf_counter() - t_start, 3)}
+    out = {"dtype": str(dtype), "longest_exact": longest, "first_failure": failed, "stopped": stopped,
+           "seconds": round(time.perf_counter() - t_start, 3)}
+    if memory is not None:  # which memory, the length refused, its predicted need and what was free
+        out["memory"] = memory
+    return out

@@ -141,41 +141,71 @@ def test_cli_verify_find_limit(capsys):
     assert [r["length"] for r in res["rows"]] == [16, 64, 128, 256, 512, 1024]
 
 
-def test_peak_memory_measures_an_allocation():
-    """PeakMemory sees a 256 MB array that lives only inside the block (on CPU, device = host);
-    where /proc/self/clear_refs cannot be written it reports None rather than a wrong figure."""
-    with V.PeakMemory("cpu") as p:
-        a = np.ones(32 * 2**20)  # 256 MiB, touched
-        del a
+def _clear_refs_writable() -> bool:
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
+        return True
     except OSError:
+        return False
+
+
+def test_peak_memory_measures_an_allocation():
+    """PeakMemory sees a 256 MiB array that lives only inside the block (on CPU, device = host), not
+    a larger one freed before it (the peak is reset at the start); a block that raises reports
+    nothing; where /proc/self/clear_refs cannot be written the figures are None, not wrong."""
+    big = np.ones(64 * 2**20)  # 512 MiB, touched, then freed: the process's peak is now above it
+    del big
+    with V.PeakMemory("cpu") as small:
+        x = np.ones(2**20)  # 8 MiB
+        del x
+    with V.PeakMemory("cpu") as p:
+        a = np.ones(32 * 2**20)  # 256 MiB
+        del a
+    with pytest.raises(ZeroDivisionError):
+        with V.PeakMemory("cpu") as failed:
+            np.ones(2**20)
+            1 / 0
+    assert failed.host_bytes is None and failed.device_bytes is None
+    if not _clear_refs_writable():
         assert p.host_bytes is None and p.device_bytes is None
         return
     assert 250 * 2**20 <= p.host_bytes < 2**30
     assert p.device_bytes == p.host_bytes
+    assert small.host_bytes < 100 * 2**20
 
 
 def test_predict_bytes_scales_the_last_two_steps():
-    """Linear in the length from the larger per-token rate of the last two steps, with the margin;
-    quadratic for the dense backend; the analytic estimate before any measurement."""
+    """Linear in the length from the larger per-token rate of the last two steps above the floor,
+    with the margin; quadratic for the dense backend; the analytic estimate before any step reached
+    the floor (or where nothing was measured), for the host too."""
     m = compiler.compile(rasp.load(DYCK))
-    M = V.MEMORY_MARGIN
-    assert V.predict_bytes(m, 2048, 1, "float32", "scan", [(512, 900, 900), (1024, 1000, 1000)]) == (
-        int(M * 2048 * 900 / 512), int(M * 2048 * 900 / 512))
-    assert V.predict_bytes(m, 2048, 1, "float32", "scan", [(1, 10**9, None), (512, 512, None), (1024, 2048, None)]) == (
-        int(M * 4096), None)  # the first step is no longer among the last two
-    assert V.predict_bytes(m, 64, 1, "float32", "dense", [(32, 1024, 1024)]) == (int(M * 4096), int(M * 4096))
+    M, F = V.MEMORY_MARGIN, V.MEASURE_FLOOR
+    steps = [(512, 9 * F, 9 * F), (1024, 10 * F, 10 * F)]
+    assert V.predict_bytes(m, 2048, 1, "float32", "scan", steps) == (int(M * 2048 * 9 * F / 512),) * 2
+    steps = [(1, 10**12, None), (512, F, None), (1024, 4 * F, None)]  # the first is not among the last two
+    est = V.estimate_bytes(m, 2048, 1, "float32")
+    assert V.predict_bytes(m, 2048, 1, "float32", "scan", steps) == (int(M * 8 * F), est)
+    assert V.predict_bytes(m, 64, 1, "float32", "dense", [(32, F, F)]) == (int(M * 4 * F),) * 2
     est = V.estimate_bytes(m, 4096, 3, "float32")
-    assert V.predict_bytes(m, 4096, 3, "float32", "scan", []) == (est, None)
-    assert V.predict_bytes(m, 4096, 3, "float32", "scan", [(16, None, None)]) == (est, None)
+    assert V.predict_bytes(m, 4096, 3, "float32", "scan", []) == (est, est)
+    assert V.predict_bytes(m, 4096, 3, "float32", "scan", [(16, None, None), (32, 0, 0), (64, F - 1, F - 1)]) == (est, est)
     assert V.estimate_bytes(m, 64, 1, "float32", "dense") > V.estimate_bytes(m, 64, 1, "float32") + 3 * 65**2
 
 
+def test_memory_stop_checks_the_device_and_on_cuda_the_host():
+    free = {"cpu": 1000, "cuda": 10_000}.get
+    fake = lambda d: free(d.type)  # noqa: E731
+    assert V.memory_stop("cpu", 500, 500, fake) is None
+    assert V.memory_stop("cpu", 501, 0, fake) == {"memory": "cpu", "need_bytes": 501, "free_bytes": 1000}
+    assert V.memory_stop(torch.device("cuda"), 5000, 500, fake) is None
+    assert V.memory_stop(torch.device("cuda"), 5001, 0, fake)["memory"] == "cuda"
+    assert V.memory_stop(torch.device("cuda"), 10, 501, fake) == {"memory": "cpu", "need_bytes": 501, "free_bytes": 1000}
+
+
 def test_find_limit_stops_on_the_measured_memory_budget(monkeypatch):
-    """With steps that measure 1,000 bytes per token and 10^8 bytes free, the step at n runs while
-    1.5 * 1000 * n <= 0.5 * 10^8: up to 32,768; 65,536 is refused (no step is run for it)."""
+    """Steps that measure 2^20 bytes per token, 10^11 bytes free: the step at n runs while
+    1.5 * 2^20 * n <= 0.5 * 10^11: up to 16,384; 32,768 is refused (no step is run for it)."""
     m = compiler.compile(rasp.load(DYCK))
     ran = []
 
@@ -183,21 +213,25 @@ def test_find_limit_stops_on_the_measured_memory_budget(monkeypatch):
         ran.append(n)
         return V.Row(length=n, samples=samples, agree=1.0, agree_interpreter=1.0, agree_reference=None,
                      model_seconds=0.0, interp_seconds=0.0, dtype="float32", device="cpu", backend="scan",
-                     peak_bytes=1000 * n, host_peak_bytes=1000 * n)
+                     peak_bytes=2**20 * n, host_peak_bytes=2**20 * n)
 
     monkeypatch.setattr(V, "verify_length", fake_step)
-    monkeypatch.setattr(V, "free_memory", lambda dev: 10**8)
+    monkeypatch.setattr(V, "free_memory", lambda dev: 10**11)
     lim = V.find_limit(m, None, "float32", samples=1, rng=np.random.default_rng(0), start=16, budget_s=60)
-    assert lim["longest_exact"] == 32768 and ran[-1] == 32768
-    assert lim["stopped"].startswith("memory budget (length 65536 needs about")
+    assert lim["longest_exact"] == 16384 and ran[-1] == 16384 and lim["stopped"] == "memory budget"
+    assert lim["memory"] == {"memory": "cpu", "need_bytes": int(1.5 * 2**20 * 32768), "free_bytes": 10**11,
+                             "length": 32768}
 
 
 def test_verify_json_rows_report_peak_memory(capsys):
-    assert main(["verify", DYCK, "--lengths", "4096", "--samples", "2", "--json"]) == 0
+    assert main(["verify", str(ROOT / "programs" / "majority.rasp"), "--lengths", "4096", "--samples", "2",
+                 "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["rows"]
-    assert set(row) >= {"peak_bytes", "host_peak_bytes"}
     assert row["peak_bytes"] == row["host_peak_bytes"]  # CPU
-    assert row["peak_bytes"] is None or row["peak_bytes"] >= 0
+    if _clear_refs_writable():
+        assert row["peak_bytes"] > 50 * 2**20  # about 150 MB: two 4,096-token inputs of a d_model 1,355 model
+    else:
+        assert row["peak_bytes"] is None
 
 
 def test_verify_reports_disagreement(capsys, monkeypatch):

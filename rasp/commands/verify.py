@@ -122,8 +122,13 @@ def run(args: argparse.Namespace) -> int:
             why = "the model's bound (compiled with --max-length)" if bound and tmax == bound else "the task's longest input"
             print(f"skipped lengths {', '.join(map(str, sorted(set(skipped))))}: longer than {why} ({tmax})")
         for lim in limits:
+            why = lim["stopped"]
+            if "memory" in lim:
+                m = lim["memory"]
+                why += (f": length {m['length']:,} would need about {m['need_bytes'] / 2**30:.2f} GiB of "
+                        f"{m['memory']} memory, {m['free_bytes'] / 2**30:.2f} GiB free")
             print(f"find-limit {lim['dtype']}: longest exact length {lim['longest_exact']} "
-                  f"(stopped: {lim['stopped']}; {lim['seconds']:.1f} s)")
+                  f"(stopped: {why}; {lim['seconds']:.1f} s)")
         print("exact: yes" if exact else "exact: NO")
     return 0 if exact else 1
 
