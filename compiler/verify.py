@@ -253,6 +253,10 @@ class PeakMemory:
         self.device_bytes: int | None = None
 
     def __enter__(self) -> "PeakMemory":
+        if self.device.type == "cuda":  # first: initializing CUDA costs host memory that is not the block's
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self._dev0 = torch.cuda.memory_allocated(self.device)
         self._host0 = None
         try:
             with open("/proc/self/clear_refs", "w") as f:
@@ -260,10 +264,6 @@ class PeakMemory:
             self._host0 = _proc_status_bytes("VmRSS")
         except OSError:
             pass
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            torch.cuda.reset_peak_memory_stats(self.device)
-            self._dev0 = torch.cuda.memory_allocated(self.device)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:

@@ -286,6 +286,25 @@ def test_cuda_long_input_sdpa_is_exact():
         assert all(same)
 
 
+@cuda
+@pytest.mark.cuda
+def test_cuda_peak_memory_and_free_memory():
+    """On CUDA, PeakMemory reports the allocator's peak of a 256 MiB tensor made inside the block;
+    free_memory counts what the caching allocator holds unused as free; a find-limit row on CUDA
+    carries both figures."""
+    dev = torch.device("cuda")
+    with V.PeakMemory(dev) as p:
+        x = torch.ones(64 * 2**20, device=dev)  # 256 MiB
+        del x
+    assert 256 * 2**20 <= p.device_bytes < 300 * 2**20
+    assert V.free_memory(dev) >= torch.cuda.mem_get_info(dev)[0]
+    m = compiler.compile(rasp.load(DYCK))
+    lim_rows: list = []
+    lim = V.find_limit(m, None, "float32", samples=1, rng=np.random.default_rng(0), device="cuda", start=1024,
+                       max_length=4096, rows=lim_rows)
+    assert lim["longest_exact"] == 4096 and all(r.peak_bytes is not None for r in lim_rows)
+
+
 def test_compile_and_save_do_not_need_torch(tmp_path):
     """`rasp compile -o` builds and writes the weights with NumPy; the nn.Module (and PyTorch, whose
     import alone takes seconds) is only built when the model runs. The file is the same either way."""
