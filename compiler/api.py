@@ -4,7 +4,9 @@ Files written by :meth:`CompiledModel.save` (read by :func:`load`, which never u
 
 * ``model.safetensors``: every weight tensor W as two tensors, ``W.indices`` (its nonzero
   coordinates, int64, shape (ndim, nnz)) and ``W.values`` (float64); the dense shape of W follows
-  from the architecture in config.json;
+  from the architecture in config.json and is also recorded in the file's metadata (``format``: a
+  JSON object with the format name and every tensor's shape), so that weights paired with another
+  model's config.json are an error;
 * ``config.json``: format and compiler version, the architecture (layers, heads with their kind,
   offset and label, sign and MLP widths), the residual labels and encodings, the alphabet and
   special tokens, the output kind, the source program text, the size, and the SHA-256 of the
@@ -58,6 +60,9 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
             lap("graph")
         except RaspError as exc:
             raise exc.located(program.source, program.filename) from None
+        except RecursionError:
+            raise RaspError("the program nests too deeply to compile", None, "split it into several definitions",
+                            source=program.source, filename=program.filename) from None
         plan = plan_layers(graph)
         lap("plan")
         alloc = allocate(plan)
@@ -252,7 +257,11 @@ class CompiledModel:
             for k, (_, idx, vals) in weights.items():
                 tensors[k + ".indices"] = np.ascontiguousarray(idx, dtype=np.int64)
                 tensors[k + ".values"] = np.ascontiguousarray(vals, dtype=np.float64)
-            save_file(tensors, str(path / WEIGHTS_FILE), metadata={"format": FORMAT})
+            # one metadata entry: safetensors writes several in an order that changes from run to run,
+            # and the same model must give the same file
+            meta = json.dumps({"format": FORMAT, "shapes": {k: [int(x) for x in shape]
+                                                            for k, (shape, _, _) in sorted(weights.items())}})
+            save_file(tensors, str(path / WEIGHTS_FILE), metadata={"format": meta})
             digest = hashlib.sha256((path / WEIGHTS_FILE).read_bytes()).hexdigest()
             config = dict(self.config, weights_sha256=digest)
             (path / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n")
@@ -282,6 +291,7 @@ def load(directory: str | Path) -> CompiledModel:
     """Load a model written by :meth:`CompiledModel.save` (safetensors + JSON; nothing is unpickled).
     Anything missing, corrupted or foreign is a :class:`RaspError`."""
     import torch
+    from safetensors import safe_open
     from safetensors.torch import load_file
 
     from .model import CompiledTransformer
@@ -307,11 +317,20 @@ def load(directory: str | Path) -> CompiledModel:
                         f"reads ({FORMAT_VERSION})")
     data = w_file.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    if config.get("weights_sha256") and config["weights_sha256"] != digest:
+    if not isinstance(config.get("weights_sha256"), str):
+        raise RaspError(f"{cfg_file}: no weights_sha256 (every model rasp compile -o writes has one)",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR")
+    if config["weights_sha256"] != digest:
         raise RaspError(f"{w_file}: the weights do not match config.json (corrupted or replaced): "
                         f"sha256 {digest[:16]}..., expected {config['weights_sha256'][:16]}...")
+    problem = _config_problem(config)
+    if problem:
+        raise RaspError(f"{cfg_file}: not a valid model configuration: {problem}",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR")
     try:
         tensors = load_file(str(w_file))
+        with safe_open(str(w_file), framework="pt") as f:
+            meta = f.metadata() or {}
     except Exception as exc:  # noqa: BLE001 - safetensors raises several types for bad files
         raise RaspError(f"{w_file}: not a readable safetensors file ({type(exc).__name__}: {exc})") from None
     try:
@@ -319,6 +338,13 @@ def load(directory: str | Path) -> CompiledModel:
         shapes = expected_shapes(arch)
     except (KeyError, TypeError, ValueError) as exc:
         raise RaspError(f"{cfg_file}: the architecture is incomplete ({exc})") from None
+    if len(config["residual"]) != shapes["readout.W_U"][1]:
+        raise RaspError(f"{cfg_file}: {len(config['residual'])} residual labels for d_model {shapes['readout.W_U'][1]}")
+    saved = _saved_shapes(meta.get("format", ""))
+    if saved is not None:  # written since 2026-11-30: the dense shape of every tensor
+        if saved != shapes:
+            raise RaspError(f"{w_file}: the weights were saved for another architecture than config.json describes",
+                            hint="keep a model's two files together, as rasp compile -o wrote them")
     names = {k.rsplit(".", 1)[0] for k in tensors}
     missing = sorted(set(shapes) - names)
     extra = sorted(names - set(shapes)) + sorted(k for k in tensors if not k.endswith((".indices", ".values")))
@@ -349,4 +375,48 @@ def load(directory: str | Path) -> CompiledModel:
         raise RaspError(f"{cfg_file}: the stored program does not parse: {exc.message}") from None
     if tuple(model.program.symbols) != model.symbols:
         raise RaspError(f"{cfg_file}: the stored program's symbols do not match the model's")
+    if model.program.output_kind != model.kind:
+        raise RaspError(f"{cfg_file}: output kind {model.kind!r}, but the stored program outputs "
+                        f"{model.program.output_kind!r}")
     return model
+
+
+OUTPUT_KINDS = ("accept", "generate", "predict")
+
+
+def _saved_shapes(meta: str) -> dict | None:
+    """The tensor shapes recorded in a weights file's metadata ({} when unreadable), or None for
+    files written before they were recorded (whose metadata is just the format name)."""
+    if meta == FORMAT or not meta.startswith("{"):
+        return None
+    try:
+        return {k: tuple(v) for k, v in json.loads(meta)["shapes"].items()}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def _config_problem(config: dict) -> str | None:
+    """What is wrong with the parts of a config.json that loading and running read, or None."""
+    def symbols(v) -> bool:
+        return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+    prog = config.get("program")
+    if not isinstance(prog, dict):
+        return "'program' is not an object"
+    if not isinstance(prog.get("source"), str):
+        return "'program.source' is not text"
+    if not symbols(prog.get("alphabet")) or not symbols(prog.get("special", [])):
+        return "'program.alphabet' or 'program.special' is not a list of symbols"
+    if not symbols(config.get("symbols")):
+        return "'symbols' is not a list of symbols"
+    out = config.get("output")
+    if not isinstance(out, dict) or out.get("kind") not in OUTPUT_KINDS:
+        return f"'output.kind' is not one of {', '.join(OUTPUT_KINDS)}"
+    size = config.get("size")
+    keys = ("layers", "heads", "d_model", "mlp_width", "sign_width", "parameters", "nonzero")
+    if not isinstance(size, dict) or not all(isinstance(size.get(k), int) for k in keys):
+        return "'size' lacks " + ", ".join(keys)
+    res = config.get("residual")
+    if not isinstance(res, list) or not all(isinstance(r, dict) and isinstance(r.get("label"), str) for r in res):
+        return "'residual' is not a list of labelled dimensions"
+    return None

@@ -218,9 +218,12 @@ def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
     """Read and parse a program file (``.cr`` or ``.rasp``: one language)."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise RaspError(f"cannot read program: {exc.strerror}", filename=str(p)) from None
+    except UnicodeDecodeError as exc:
+        raise RaspError(f"cannot read program: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                        f"{exc.start})", filename=str(p), hint="programs are UTF-8 text files (.cr or .rasp)") from None
     return parse(text, filename=str(p), alphabet=alphabet)
 
 

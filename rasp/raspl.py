@@ -80,6 +80,8 @@ RASPL_NODES = (A.Tokens, A.Indices, A.Map, A.Select, A.Aggregate, A.SelectorWidt
 SMALL = 256
 #: largest number of cases lowering enumerates at one node (domain products, mean ranges)
 DOMAIN_CAP = 4096
+#: the largest max_length of a bounded lowering (its enumerations grow with the square of it)
+MAX_BOUNDED_LENGTH = 4096
 
 TRUE = A.BoolConst(True)
 FALSE = A.BoolConst(False)
@@ -1271,10 +1273,17 @@ def lower_explained(program: Program, max_length: int | None = None) -> tuple[Pr
     global _UNIVERSE
     if max_length is not None and max_length < 1:
         raise RaspError(f"max length must be at least 1, got {max_length}")
+    if max_length is not None and max_length > MAX_BOUNDED_LENGTH:
+        raise RaspError(f"max length {max_length} is too large for a bounded model (at most {MAX_BOUNDED_LENGTH}): "
+                        "its lowering enumerates the positions up to it",
+                        hint="bounded models are for short inputs; a program that lowers exactly needs no bound")
     low = _Lowerer(program, max_length)
     _UNIVERSE = tuple(program.symbols)
     try:
         module = low.run()
+    except RecursionError:
+        why = f" for inputs of up to {max_length} tokens" if max_length is not None else ""
+        return None, NotLowered(f"the lowered program nests too deeply to build{why}", None)
     except _Fail as exc:
         node = exc.node
         text = ""

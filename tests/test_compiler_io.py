@@ -97,6 +97,135 @@ def test_foreign_files_are_a_clear_error(tmp_path):
         compiler.load(path)
 
 
+def _damage(cfg: dict, what: str) -> None:
+    if what == "no program":
+        del cfg["program"]
+    elif what == "program not an object":
+        cfg["program"] = "x"
+    elif what == "source not text":
+        del cfg["program"]["source"]
+    elif what == "alphabet not a list":
+        cfg["program"]["alphabet"] = 5
+    elif what == "unknown output kind":
+        cfg["output"]["kind"] = "bogus"
+    elif what == "output kind of another program":
+        cfg["output"]["kind"] = "generate"
+    elif what == "residual labels missing":
+        cfg["residual"] = cfg["residual"][:-1]
+    elif what == "no weights hash":
+        del cfg["weights_sha256"]
+    elif what == "size incomplete":
+        del cfg["size"]["d_model"]
+
+
+DAMAGE = {"no program": "'program' is not an object", "program not an object": "'program' is not an object",
+          "source not text": "source", "alphabet not a list": "alphabet", "unknown output kind": "output.kind",
+          "output kind of another program": "output kind", "residual labels missing": "residual labels",
+          "no weights hash": "weights_sha256", "size incomplete": "size"}
+
+
+@pytest.mark.parametrize("what", list(DAMAGE))
+def test_damaged_config_is_a_clear_error(tmp_path, capsys, what):
+    """Every part of config.json that loading and running read is checked: a damaged one is a
+    RaspError naming it, and ``rasp verify DIR`` exits 2 (not a traceback, not a disagreement)."""
+    path = _saved(tmp_path)
+    cfg = json.loads((path / "config.json").read_text())
+    _damage(cfg, what)
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(rasp.RaspError, match=DAMAGE[what]):
+        compiler.load(path)
+    assert main(["verify", str(path), "--lengths", "8", "--samples", "2"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_weights_of_another_architecture_are_a_clear_error(tmp_path):
+    """Another model's weights under this config (its hash updated, so the content check passes):
+    the dense shapes saved with the weights do not match the config's architecture."""
+    import hashlib
+
+    path = _saved(tmp_path)
+    other = compiler.compile(rasp.load(ROOT / "programs" / "bin_majority.rasp")).save(tmp_path / "bm")
+    (path / "model.safetensors").write_bytes((other / "model.safetensors").read_bytes())
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["weights_sha256"] = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(rasp.RaspError, match="another architecture"):
+        compiler.load(path)
+    # files written before the shapes were recorded (metadata: the format name only) still load
+    from safetensors.numpy import load_file, save_file
+
+    fresh = _saved(tmp_path / "old")
+    save_file(load_file(str(fresh / "model.safetensors")), str(fresh / "model.safetensors"),
+              metadata={"format": "rasp-compiled-transformer"})
+    cfg = json.loads((fresh / "config.json").read_text())
+    cfg["weights_sha256"] = hashlib.sha256((fresh / "model.safetensors").read_bytes()).hexdigest()
+    (fresh / "config.json").write_text(json.dumps(cfg))
+    assert compiler.load(fresh).run("( ( ) )") is True
+
+
+BAD_FLAGS = [  # (argv after the program, a word the message must contain)
+    (["verify", "--lengths", "16", "--seed", "-1"], "--seed"),
+    (["verify", "--find-limit", "--start", "0", "--inputs", "uniform"], "--start"),
+    (["verify", "--find-limit", "--max-length", "0"], "--max-length"),
+    (["verify", "--find-limit", "--budget", "-1"], "--budget"),
+    (["verify", "--max-new", "-1"], "--max-new"),
+    (["verify", "--dtype", ","], "--dtype"),
+    (["verify", "--device", "tpu"], "--device"),
+    (["verify", "--device", ""], "--device"),
+    (["verify", "--lengths", "1000000000000", "--samples", "1"], "out of memory"),
+    (["compile", "-o", ""], "-o"),
+    (["compile", "--alphabet", ""], "--alphabet"),
+    (["compile", "--alphabet", "-1"], "--alphabet"),
+]
+
+
+@pytest.mark.parametrize("argv,word", BAD_FLAGS, ids=[" ".join(a) for a, _ in BAD_FLAGS])
+def test_bad_flag_values_exit_2(argv, word, capsys):
+    assert main([argv[0], DYCK] + argv[1:]) == 2
+    err = capsys.readouterr().err
+    assert word in err and "Traceback" not in err and "internal error" not in err
+
+
+def test_cli_special_token_in_alphabet_and_nothing_to_verify(capsys):
+    ur = str(ROOT / "programs" / "ur.rasp")
+    assert main(["compile", ur, "--alphabet", "<sep>,a"]) == 2
+    assert "special token" in capsys.readouterr().err
+    # UF's inputs have distinct tokens: over 4 symbols at most 5 tokens; a longer length checks nothing
+    assert main(["verify", str(ROOT / "programs" / "uf.rasp"), "--alphabet", "4", "--lengths", "50"]) == 2
+    assert "nothing was verified" in capsys.readouterr().err
+
+
+def test_binary_program_file_exit_2(tmp_path, capsys):
+    f = tmp_path / "bin.cr"
+    f.write_bytes(bytes(range(128, 256)))
+    assert main(["compile", str(f)]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_too_deep_programs_are_user_errors(monkeypatch):
+    """A lowering or a graph that exceeds Python's recursion limit is a RaspError, not a crash; a
+    bounded lowering beyond MAX_BOUNDED_LENGTH is refused at once."""
+    from compiler import api
+    from compiler.bounded import compile_raspl
+    from rasp import raspl
+
+    mode = rasp.load(ROOT / "programs" / "raspl_mode.rasp")
+    with pytest.raises(rasp.RaspError, match="too large for a bounded model"):
+        compile_raspl(mode, max_length=raspl.MAX_BOUNDED_LENGTH + 1)
+
+    def deep(*a, **k):
+        raise RecursionError
+
+    with monkeypatch.context() as m:
+        m.setattr(raspl._Lowerer, "run", deep)
+        with pytest.raises(rasp.RaspError, match="nests too deeply"):
+            compile_raspl(mode, max_length=8)
+    with monkeypatch.context() as m:
+        m.setattr(api, "build_graph", deep)
+        with pytest.raises(rasp.RaspError, match="nests too deeply"):
+            compiler.compile(rasp.load(DYCK))
+
+
 def test_cli_compile(tmp_path, capsys):
     out = tmp_path / "m"
     assert main(["compile", DYCK, "-o", str(out)]) == 0

@@ -25,8 +25,13 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 def load_program(path: str, alphabet: str | None = None) -> Program:
     """Load a program file, applying ``--alphabet`` when given."""
     program = load(path)
-    if alphabet:
-        program = program.with_alphabet(parse_alphabet_option(alphabet))
+    if alphabet is not None:
+        symbols = parse_alphabet_option(alphabet)
+        special = [s for s in symbols if s in program.special]
+        if special:
+            raise RaspError(f"--alphabet lists {', '.join(special)}, a special token of {path}",
+                            hint="list only data symbols; the program's special tokens are kept as declared")
+        program = program.with_alphabet(symbols)
     return program
 
 

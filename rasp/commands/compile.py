@@ -35,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_length is not None and args.max_length < 1:
         raise RaspError("--max-length must be at least 1")
+    if args.output is not None and not args.output.strip():
+        raise RaspError("-o is empty", hint="name the directory to write: -o DIR")
     program = load_program(args.program, args.alphabet)
     model = compile_raspl(program, max_length=args.max_length)  # plain C-RASP: compiler.compile
     bound = max_length_of(model)

@@ -62,11 +62,20 @@ def run(args: argparse.Namespace) -> int:
 
     if args.samples < 1:
         raise RaspError("--samples must be at least 1")
+    for flag, value, least in (("--start", args.start, 1), ("--max-length", args.max_length, 1),
+                               ("--max-new", args.max_new, 0), ("--seed", args.seed, 0), ("--budget", args.budget, 0)):
+        if value is not None and value < least:
+            raise RaspError(f"{flag} must be at least {least}, got {value:g}")
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    if not dtypes:
+        raise RaspError("--dtype is empty", hint="float64, float32 or bfloat16, or a comma-separated list")
     for d in dtypes:
         if d not in DTYPES:
             raise RaspError(f"--dtype {d}: choose float64, float32 or bfloat16")
-    device = resolve_device(args.device)
+    try:
+        device = resolve_device(args.device)
+    except RuntimeError as exc:
+        raise RaspError(f"--device {args.device!r}: {str(exc).splitlines()[0]}", hint="cpu, cuda, cuda:N or auto") from None
     if device.type == "cuda":
         import torch
         if not torch.cuda.is_available():
@@ -96,8 +105,13 @@ def run(args: argparse.Namespace) -> int:
             if tmax is not None and n > tmax:
                 skipped.append(n)
                 continue
-            rows.append(V.verify_length(model, task, n, args.samples, rng, device=device, dtype=dt,
-                                        backend=args.backend, max_new=args.max_new))
+            try:
+                rows.append(V.verify_length(model, task, n, args.samples, rng, device=device, dtype=dt,
+                                            backend=args.backend, max_new=args.max_new))
+            except (MemoryError, V.torch.cuda.OutOfMemoryError):
+                raise RaspError(f"--lengths {n}: out of memory for {args.samples} inputs of {n:,} tokens",
+                                hint="use shorter --lengths or fewer --samples; --find-limit stops before "
+                                "memory runs out") from None
             if not args.json:
                 _print_row(rows[-1], header=len(rows) == 1, model=model, target=args.target, sampler=sampler)
         if args.find_limit:
@@ -110,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
                 for k, r in enumerate(lim_rows):
                     _print_row(r, header=len(rows) == len(lim_rows) and k == 0, model=model, target=args.target,
                                sampler=sampler)
+    if not rows:
+        raise RaspError(f"nothing was verified: every length is longer than "
+                        f"{'the bounded model' if bound and tmax == bound else 'the task'} allows ({tmax})",
+                        hint=f"give --lengths up to {tmax}" + ("" if bound and tmax == bound else
+                                                               ", or --inputs uniform for any length"))
     exact = all(r.agree == 1.0 for r in rows)
     if args.json:
         print(json.dumps({
