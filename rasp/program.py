@@ -218,7 +218,7 @@ def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
     """Read and parse a program file (``.cr`` or ``.rasp``: one language)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the program
     except OSError as exc:
         raise RaspError(f"cannot read program: {exc.strerror}", filename=str(p)) from None
     except UnicodeDecodeError as exc:

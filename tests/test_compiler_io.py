@@ -173,6 +173,8 @@ BAD_FLAGS = [  # (argv after the program, a word the message must contain)
     (["verify", "--device", "tpu"], "--device"),
     (["verify", "--device", ""], "--device"),
     (["verify", "--lengths", "1000000000000", "--samples", "1"], "out of memory"),
+    (["verify", "--start", "64"], "--find-limit"),
+    (["verify", "--budget", "5", "--max-length", "64"], "--find-limit"),
     (["compile", "-o", ""], "-o"),
     (["compile", "--alphabet", ""], "--alphabet"),
     (["compile", "--alphabet", "-1"], "--alphabet"),
@@ -200,6 +202,9 @@ def test_binary_program_file_exit_2(tmp_path, capsys):
     f.write_bytes(bytes(range(128, 256)))
     assert main(["compile", str(f)]) == 2
     assert "not UTF-8" in capsys.readouterr().err
+    bom = tmp_path / "bom.cr"  # a UTF-8 byte-order mark (some editors write one) is not part of the program
+    bom.write_bytes(b"\xef\xbb\xbf" + Path(DYCK).read_bytes())
+    assert rasp.load(bom).run("( )") is True
 
 
 def test_too_deep_programs_are_user_errors(monkeypatch):

@@ -40,8 +40,8 @@ def register(sub) -> None:
     p.add_argument("--find-limit", action="store_true",
                    help="double the length until the first disagreement or a budget; report the longest exact "
                    "length per dtype")
-    p.add_argument("--budget", type=float, default=60.0, help="find-limit: seconds per dtype (default 60)")
-    p.add_argument("--start", type=int, default=16, help="find-limit: first length (default 16)")
+    p.add_argument("--budget", type=float, default=None, help="find-limit: seconds per dtype (default 60)")
+    p.add_argument("--start", type=int, default=None, help="find-limit: first length (default 16)")
     p.add_argument("--max-length", type=int, default=None, help="find-limit: stop after this length")
     p.add_argument("--max-new", type=int, default=None, help="generators: tokens to generate at most")
     p.add_argument("--inputs", choices=["task", "uniform"], default="task",
@@ -62,6 +62,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.samples < 1:
         raise RaspError("--samples must be at least 1")
+    given = [f for f, v in (("--start", args.start), ("--budget", args.budget), ("--max-length", args.max_length))
+             if v is not None]
+    if given and not args.find_limit:
+        raise RaspError(f"{', '.join(given)} only apply with --find-limit", hint="add --find-limit, or drop them")
+    args.start = 16 if args.start is None else args.start
+    args.budget = 60.0 if args.budget is None else args.budget
     for flag, value, least in (("--start", args.start, 1), ("--max-length", args.max_length, 1),
                                ("--max-new", args.max_new, 0), ("--seed", args.seed, 0), ("--budget", args.budget, 0)):
         if value is not None and value < least:
