@@ -293,3 +293,32 @@ def test_print_round_trip(case):
     assert q.module == p.module
     assert str(q) == text  # idempotent
     assert q.core == p.core
+
+
+def test_cli_run_many_stdin_lines_and_bad_bytes(monkeypatch, capsys):
+    """Every line of a long stdin is one input (the located source is built only for an error); a
+    byte that is not UTF-8 is a user error."""
+    import io
+
+    from rasp.cli import main as cli
+
+    dyck = str(Path(__file__).resolve().parent.parent / "programs" / "dyck1.cr")
+    monkeypatch.setattr("sys.stdin", io.StringIO("( )\n" * 5000 + "( (\n"))
+    assert cli(["run", dyck]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 5001 and out[-1].endswith("reject")
+    raw = io.TextIOWrapper(io.BytesIO(b"( )\n\xff (\n"), encoding="utf-8", errors="strict")
+    monkeypatch.setattr("sys.stdin", raw)
+    assert cli(["run", dyck]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_cli_tasks_json_is_one_line_and_seed_checked(capsys):
+    from rasp.cli import main as cli
+
+    assert cli(["tasks", "--json"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1
+    assert cli(["tasks", "show", "UR", "--json"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1
+    assert cli(["tasks", "sample", "UR", "--length", "5", "--seed", "-1"]) == 2
+    assert "--seed" in capsys.readouterr().err

@@ -259,10 +259,22 @@ def test_cli_report_reuses_results(tmp_path, fake_registry, capsys):
     assert "using" in captured.err and json.loads(captured.out)[0]["task"] in ("FakeF", "FakeR")
 
 
-def test_cli_user_errors(tmp_path, fake_registry):
+def test_cli_user_errors(tmp_path, fake_registry, capsys):
     assert main(["learn", "FakeF", "--bins", "100,50", "--out", str(tmp_path)]) == 2
     assert main(["learn", "FakeF", "--steps", "0", "--out", str(tmp_path)]) == 2
     assert main(["learn", "--out", str(tmp_path)]) == 2
+    # caught before any training: bad numbers, devices that are not here, an output folder that
+    # cannot be written (these were internal errors, or came after training)
+    (tmp_path / "afile").write_text("")
+    for extra, word in ((["--lr", "nan"], "--lr"), (["--lr", "inf"], "--lr"), (["--first-seed", "-1"], "--first-seed"),
+                        (["--device", "bogus"], "--device"), (["--device", "cuda:7"], "--device"),
+                        (["--out", str(tmp_path / "afile")], "--out")):
+        argv = ["learn", "FakeF", "--preset", "smoke", "--steps", "1", "--no-progress"] + extra
+        if "--out" not in extra:
+            argv += ["--out", str(tmp_path)]
+        assert main(argv) == 2, extra
+        err = capsys.readouterr().err
+        assert word in err and "internal error" not in err, extra
 
 
 def test_real_registry_smoke(tmp_path):

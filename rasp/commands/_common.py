@@ -45,7 +45,15 @@ def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[i
         toks, cols = token_columns(line)
         yield toks, "<argv>", 1, cols, line
         return
-    for n, raw in enumerate(sys.stdin, start=1):
+    lines = enumerate(sys.stdin, start=1)
+    while True:
+        try:
+            n, raw = next(lines)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise RaspError(f"standard input is not UTF-8 text (byte 0x{exc.object[exc.start]:02x})",
+                            hint="inputs are lines of space-separated tokens in UTF-8") from None
         line = raw.rstrip("\n")
         if not line.strip() or line.lstrip().startswith("//"):
             continue
@@ -54,9 +62,13 @@ def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[i
 
 
 def encode_located(program: Program, toks, name, line_no, cols, line_text):
-    """Encode tokens, turning an alphabet error into one located in the input text."""
-    lines = [""] * (line_no - 1) + [line_text]
-    return program.encode(toks, line=line_no, columns=cols, source="\n".join(lines), filename=name)
+    """Encode tokens, turning an alphabet error into one located in the input text (the located
+    source is built only for an error: building it for every line of a long stdin was quadratic)."""
+    try:
+        return program.encode(toks)
+    except RaspError:
+        lines = [""] * (line_no - 1) + [line_text]
+        return program.encode(toks, line=line_no, columns=cols, source="\n".join(lines), filename=name)
 
 
 def require(cond: bool, message: str, hint: str | None = None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import shlex
 import sys
 from pathlib import Path
@@ -100,6 +101,7 @@ def parse_bins(text: str):
 
 
 def resolve_preset(args) -> str:
+    check_device(args.device)
     if args.preset != "auto":
         return args.preset
     from ..learn.train import pick_device
@@ -112,8 +114,10 @@ def config_for(args, preset: str, task_name: str):
         v = getattr(args, opt, None)
         if v is not None and v < 1:
             raise RaspError(f"--{opt.replace('_', '-')} must be at least 1")
-    if args.lr is not None and args.lr <= 0:
-        raise RaspError("--lr must be positive")
+    if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
+        raise RaspError(f"--lr must be a positive number, got {args.lr}")
+    if getattr(args, "first_seed", None) is not None and args.first_seed < 0:
+        raise RaspError(f"--first-seed must be at least 0, got {args.first_seed}")
     if getattr(args, "threads", None) is not None:
         if args.threads < 1:
             raise RaspError("--threads must be at least 1")
@@ -133,6 +137,29 @@ def config_for(args, preset: str, task_name: str):
     if cfg.dim % cfg.heads:
         raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}")
     return cfg
+
+
+def check_device(name: str) -> None:
+    """A device that does not exist here is an error before any training starts."""
+    from ..learn.train import pick_device
+    try:
+        dev = pick_device(name)
+    except RuntimeError as exc:
+        raise RaspError(f"--device {name!r}: {str(exc).splitlines()[0]}", hint="auto, cpu, cuda, cuda:N or mps") from None
+    import torch
+    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        raise RaspError(f"--device {name}: no such CUDA device here", hint="use --device auto or cpu")
+
+
+def check_out_dir(out: Path) -> None:
+    """The output folder must be creatable and writable before hours of training, not after."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".rasp-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise RaspError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
 
 
 def log_stderr(msg: str) -> None:
@@ -199,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
     preset = resolve_preset(args)
     cfg = config_for(args, preset, task.name)
     out = Path(args.out)
+    check_out_dir(out)
     result = train_and_save(task, cfg, preset, args, out)
     if args.json:
         print(json.dumps(result))

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 from ..errors import RaspError
-from .learn import (SEED_TASKS, add_training_options, config_for, log_stderr, resolve_preset, resolve_task,
-                    train_and_save)
+from .learn import (SEED_TASKS, add_training_options, check_out_dir, config_for, log_stderr, resolve_preset,
+                    resolve_task, train_and_save)
 
 
 def register(sub) -> None:
@@ -39,6 +39,7 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
     from ..learn.report import markdown, plot_report, print_rows, report_rows
 
     out = Path(args.out)
+    check_out_dir(out)
     preset = resolve_preset(args)
     tasks = {n: resolve_task(n) for n in names}
     jobs = getattr(args, "jobs", 1) or 1

@@ -94,6 +94,8 @@ def run_sample(args: argparse.Namespace) -> int:
     task = T.get(args.name)
     if args.count < 0:
         raise RaspError("--count must be at least 0")
+    if args.seed < 0:
+        raise RaspError(f"--seed must be at least 0, got {args.seed}")
     alphabet = parse_alphabet_option(args.alphabet) if args.alphabet else None
     rng = np.random.default_rng(args.seed)
     lengths = _lengths(args.length, rng, args.count)
@@ -111,7 +113,7 @@ def run_show(args: argparse.Namespace) -> int:
     t = T.get(args.name)
     data = t.to_json()
     if args.show_json:
-        print(json.dumps(data, indent=2))
+        print(json.dumps(data))
         return 0
     for k, v in data.items():
         if isinstance(v, (list, tuple)) and len(v) > 30:
@@ -128,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tasks_command == "show":
         return run_show(args)
     if args.json:
-        print(json.dumps([t.to_json() for t in T.TASKS.values()], indent=1))
+        print(json.dumps([t.to_json() for t in T.TASKS.values()]))
         return 0
     print_table()
     return 0
