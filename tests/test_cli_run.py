@@ -322,3 +322,14 @@ def test_cli_tasks_json_is_one_line_and_seed_checked(capsys):
     assert len(capsys.readouterr().out.strip().splitlines()) == 1
     assert cli(["tasks", "sample", "UR", "--length", "5", "--seed", "-1"]) == 2
     assert "--seed" in capsys.readouterr().err
+
+
+def test_cli_run_trace_errors_come_before_any_output(tmp_path, capsys):
+    from rasp.cli import main as cli
+
+    dyck = str(Path(__file__).resolve().parent.parent / "programs" / "dyck1.cr")
+    assert cli(["run", dyck, "(", ")", "--trace", str(tmp_path / "no" / "t.html")]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "cannot write the trace" in out.err
+    assert cli(["run", dyck, "(", ")", "--trace", ""]) == 2
+    assert ".html or .txt" in capsys.readouterr().err

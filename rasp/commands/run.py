@@ -38,7 +38,7 @@ def format_output(kind: str, output) -> str:
 
 def run(args: argparse.Namespace) -> int:
     program = load_program(args.program, args.alphabet)
-    if args.trace and Path(args.trace).suffix.lower() not in (".html", ".htm", ".txt"):
+    if args.trace is not None and Path(args.trace).suffix.lower() not in (".html", ".htm", ".txt"):
         raise RaspError(f"--trace {args.trace}: the file must end in .html or .txt")
     if args.max_new is not None and args.max_new < 0:
         raise RaspError("--max-new must be at least 0")
@@ -50,12 +50,7 @@ def run(args: argparse.Namespace) -> int:
         raise RaspError("empty input: no tokens on the command line and no input lines on stdin",
                         hint="rasp run PROGRAM a b c   or   echo 'a b c' | rasp run PROGRAM")
     outputs = program.run_batch(inputs, max_new=args.max_new)
-    for toks, out in zip(inputs, outputs):
-        if args.json:
-            print(json.dumps({"tokens": toks, "output": out, "kind": program.output_kind}))
-        else:
-            print(f"{' '.join(toks)}\t{format_output(program.output_kind, out)}")
-    if args.trace:
+    if args.trace is not None:  # written first: a trace that cannot be written is an error before any output
         path = Path(args.trace)
         text = trace_text(program, inputs) if path.suffix.lower() == ".txt" else trace_html(
             program, inputs, title=f"trace of {args.program}")
@@ -64,4 +59,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise RaspError(f"cannot write the trace to {path}: {exc.strerror}",
                             hint="check that the folder exists and is writable") from None
+    for toks, out in zip(inputs, outputs):
+        if args.json:
+            print(json.dumps({"tokens": toks, "output": out, "kind": program.output_kind}))
+        else:
+            print(f"{' '.join(toks)}\t{format_output(program.output_kind, out)}")
     return 0
