@@ -22,6 +22,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from rasp.ast import OUTPUT_KINDS
 from rasp.errors import RaspError
 from rasp.gcpause import paused_gc
 from rasp.program import Program, default_max_new, load as load_program, parse
@@ -292,7 +293,6 @@ def load(directory: str | Path) -> CompiledModel:
     Anything missing, corrupted or foreign is a :class:`RaspError`."""
     import torch
     from safetensors import safe_open
-    from safetensors.torch import load_file
 
     from .model import CompiledTransformer
 
@@ -328,9 +328,9 @@ def load(directory: str | Path) -> CompiledModel:
         raise RaspError(f"{cfg_file}: not a valid model configuration: {problem}",
                         hint="rewrite the model with: rasp compile PROGRAM -o DIR")
     try:
-        tensors = load_file(str(w_file))
         with safe_open(str(w_file), framework="pt") as f:
             meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
     except Exception as exc:  # noqa: BLE001 - safetensors raises several types for bad files
         raise RaspError(f"{w_file}: not a readable safetensors file ({type(exc).__name__}: {exc})") from None
     try:
@@ -340,11 +340,10 @@ def load(directory: str | Path) -> CompiledModel:
         raise RaspError(f"{cfg_file}: the architecture is incomplete ({exc})") from None
     if len(config["residual"]) != shapes["readout.W_U"][1]:
         raise RaspError(f"{cfg_file}: {len(config['residual'])} residual labels for d_model {shapes['readout.W_U'][1]}")
-    saved = _saved_shapes(meta.get("format", ""))
-    if saved is not None:  # written since 2026-11-30: the dense shape of every tensor
-        if saved != shapes:
-            raise RaspError(f"{w_file}: the weights were saved for another architecture than config.json describes",
-                            hint="keep a model's two files together, as rasp compile -o wrote them")
+    saved = _saved_shapes(meta.get("format", ""))  # None for files written before 2026-11-30
+    if saved is not None and saved != shapes:
+        raise RaspError(f"{w_file}: the weights were saved for another architecture than config.json describes",
+                        hint="keep a model's two files together, as rasp compile -o wrote them")
     names = {k.rsplit(".", 1)[0] for k in tensors}
     missing = sorted(set(shapes) - names)
     extra = sorted(names - set(shapes)) + sorted(k for k in tensors if not k.endswith((".indices", ".values")))
@@ -380,8 +379,6 @@ def load(directory: str | Path) -> CompiledModel:
                         f"{model.program.output_kind!r}")
     return model
 
-
-OUTPUT_KINDS = ("accept", "generate", "predict")
 
 
 def _saved_shapes(meta: str) -> dict | None:

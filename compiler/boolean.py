@@ -359,6 +359,13 @@ def truth_table(fn: Callable[[dict], bool], nodes) -> Form:
 
 def _and_quiet(ctx: Context, f: Form, g: Form):
     """The conjunction when it needs no gate (constants, or forms that combine), else None."""
+    if not (f.neg or g.neg) and len(f.terms) == len(g.terms) == 1:
+        # two single terms (``PREV[x] && Q[y]``, the commonest and of a family): what _try_and
+        # makes of them, without the case analysis
+        r = and_thr(f.terms[0], g.terms[0])
+        if r is None or isinstance(r, Thr):
+            return r if r is None else Form((r,))
+        return TRUE if r else FALSE
     if f == FALSE or g == FALSE:
         return FALSE
     if f == TRUE:

@@ -379,23 +379,8 @@ class _Builder:
         key = (f, g)
         hit = self._and_memo.get(key)
         if hit is None:
-            hit = self._and_memo[key] = self._and_conj(f, g) or B.f_and(self, f, g)
+            hit = self._and_memo[key] = B.f_and(self, f, g)
         return hit
-
-    @staticmethod
-    def _and_conj(f: Form, g: Form) -> Form | None:
-        """The and of two conjunctions (``PREV[x] && Q[y]``, the commonest and of a family), as
-        :func:`~.boolean.f_and` computes it but without its general case analysis: a single
-        conjunction of the union of the literals, or FALSE when they clash; None otherwise."""
-        if f.neg or g.neg or len(f.terms) != 1 or len(g.terms) != 1:
-            return None
-        t, u = f.terms[0], g.terms[0]
-        if not (t.conj and u.conj):
-            return None
-        r = B.and_thr(t, u)
-        if r is None:
-            return None
-        return B.FALSE if r is False else Form((r,))
 
     def f_or(self, f: Form, g: Form) -> Form:
         """:func:`~.boolean.f_or`, once per pair of forms (see :meth:`f_and`)."""
@@ -457,10 +442,6 @@ class _Builder:
         L, R = {}, {}
         lc = self.flatten(e.left, 1, L)
         rc = self.flatten(e.right, 1, R)
-        if len(L) + len(R) == 1:
-            single = self.single_count(e.op, L, lc, R, rc)
-            if single is not None:
-                return single
 
         def diff(x, xc, y, yc, extra=0):  # x - y + extra
             terms = dict(x)
@@ -479,23 +460,6 @@ class _Builder:
             return self.ge0(*diff(L, lc, R, rc), start)
         both = self.ge0(*diff(R, rc, L, lc), start, eq=True)  # pushed once, both atoms per branch
         return both if e.op == "==" else B.f_not(both)
-
-    def single_count(self, op: str, L: dict, lc: int, R: dict, rc: int) -> Form | None:
-        """One plain count against a constant (``exists P`` is ``#P >= 1``, the commonest comparison
-        of a family): its linear atom, which is what :meth:`ge0` reaches after finding nothing to
-        decide, split or distribute; None for any other comparison."""
-        if op not in ("<", "<=", ">", ">="):
-            return None
-        (key, (x, k)), = (L or R).items()
-        if not isinstance(x, A.Count) or x.guard is not None:
-            return None
-        if op in (">", ">="):  # L - R (- 1) >= 0
-            k, c = (k if L else -k), lc - rc - (op == ">")
-        else:  # R - L (- 1) >= 0
-            k, c = (-k if L else k), rc - lc - (op == "<")
-        if k == 0:
-            return None
-        return self.leaf({key: (x, k)}, c, self.start_path(), False)
 
     def flatten(self, e, k: int, acc: dict) -> int:
         """Add ``k * e`` to ``acc`` (count subterm -> coefficient); returns the constant part."""
@@ -528,7 +492,7 @@ class _Builder:
         """``[sum_k coeff_k * term_k + c >= 0]`` (``== 0`` when ``eq``) as a bool form (see the module
         docstring). ``path`` is what the conditionals passed on the way fix (see :meth:`decide`)."""
         terms = {key: ek for key, ek in terms.items() if ek[1] != 0}
-        if not terms:  # a constant (most leaves of a comparison of two value chains)
+        if self.only_counts(terms):  # nothing to decide, split or distribute: a leaf at once
             return self.leaf(terms, c, path, eq)
         # conditionals the path decides are replaced by their branch: one sweep over the terms
         # (branches go to the end, in order), repeated while the branches brought new conditionals
@@ -576,6 +540,13 @@ class _Builder:
                 conj = isinstance(e, A.Min) == (k > 0)  # min >= ... : both; max >= ... : either
                 return self.f_and(a, b) if conj else self.f_or(a, b)
         return self.leaf(terms, c, path, eq)
+
+    @staticmethod
+    def only_counts(terms: dict) -> bool:
+        """Whether every term is a count (no conditional, min or max): then :meth:`ge0` would find
+        nothing to do before :meth:`leaf`. True for a constant (most leaves of a comparison of two
+        value chains) and for ``exists P`` (``#P >= 1``), the commonest comparison of a family."""
+        return all(type(e) is A.Count for e, _ in terms.values())
 
     def leaf(self, terms: dict, c: int, path, eq: bool) -> Form:
         """A branch of :meth:`ge0` with only counts left: linear atoms, and the path's token."""

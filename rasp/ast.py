@@ -402,6 +402,10 @@ class Definition:
     span: Span | None = field(**_SPAN)
 
 
+#: what a program can output (``output KIND NAME``)
+OUTPUT_KINDS = ("accept", "generate", "predict")
+
+
 @dataclass(frozen=True)
 class OutputDecl:
     """``output accept|generate|predict NAME``."""

@@ -104,7 +104,7 @@ class _ToAst(Transformer):
 
     def output_decl(self, meta, children):
         kind, name = children
-        if str(kind) not in ("accept", "generate", "predict"):
+        if str(kind) not in A.OUTPUT_KINDS:
             raise RaspError(
                 f"unknown output kind '{kind}'",
                 _tspan(kind),

@@ -2,8 +2,8 @@
 
 `compiler/graph.py` has shortcuts that keep compile time linear in the expanded program (see
 docs/compiler.md, "Compile time"): one-step splitting of token-determined sums, or-chains folded as
-running sums, comparisons and and/or pairs worked out once, the and of two conjunctions and a
-single count against a constant built directly. Each is switched off here in turn (the
+running sums, comparisons and and/or pairs worked out once, the and of two single terms built
+directly, a comparison of plain counts sent straight to its atom. Each is switched off here in turn (the
 plain construction: pairwise splits, pairwise folds, no memos) and the model must be the same, weight
 for weight and label for label, on the programs that use it and on random programs."""
 from __future__ import annotations
@@ -25,14 +25,26 @@ def _plain_or_chain(self, e):
     return functools.reduce(lambda f, g: B.f_or(self, f, g), [self.bool_expr(x) for x in G.or_operands(e)])
 
 
+def _plain_and_quiet(ctx, f, g):
+    """boolean._and_quiet without its shortcut for two single terms."""
+    if f == B.FALSE or g == B.FALSE:
+        return B.FALSE
+    if f == B.TRUE:
+        return g
+    if g == B.TRUE:
+        return f
+    return B._try_and(ctx, B.norm(f), B.norm(g))
+
+
+#: shortcut -> (where it lives, its name there, the plain construction)
 PLAIN = {
-    "split_by_token": lambda self, terms, c, path, eq: None,
-    "or_chain": _plain_or_chain,
-    "compare": G._Builder._compare_located,
-    "f_and": lambda self, f, g: B.f_and(self, f, g),
-    "f_or": lambda self, f, g: B.f_or(self, f, g),
-    "_and_conj": staticmethod(lambda f, g: None),
-    "single_count": lambda self, op, L, lc, R, rc: None,
+    "split_by_token": (G._Builder, "split_by_token", lambda self, terms, c, path, eq: None),
+    "or_chain": (G._Builder, "or_chain", _plain_or_chain),
+    "compare": (G._Builder, "compare", G._Builder._compare_located),
+    "f_and": (G._Builder, "f_and", lambda self, f, g: B.f_and(self, f, g)),
+    "f_or": (G._Builder, "f_or", lambda self, f, g: B.f_or(self, f, g)),
+    "and_single_terms": (B, "_and_quiet", _plain_and_quiet),
+    "only_counts": (G._Builder, "only_counts", staticmethod(lambda terms: False)),
 }
 
 
@@ -43,7 +55,7 @@ def _fingerprint(model: compiler.CompiledModel):
 
 def _compile_plain(program, monkeypatch, shortcut: str):
     with monkeypatch.context() as m:
-        m.setattr(G._Builder, shortcut, PLAIN[shortcut])
+        m.setattr(*PLAIN[shortcut])
         return compiler.compile(program)
 
 
@@ -53,10 +65,10 @@ def _alphabet(path: str, n: int | None):
 
 
 CASES = [  # (program, alphabet size or None, the shortcuts it exercises)
-    ("programs/sort.rasp", 7, ["split_by_token", "or_chain", "compare", "f_and", "f_or", "_and_conj", "single_count"]),
-    ("programs/uf.rasp", 6, ["or_chain", "compare", "f_and", "f_or", "_and_conj", "single_count"]),
-    ("programs/ur.rasp", None, ["or_chain", "compare", "f_and", "f_or", "_and_conj", "single_count"]),
-    ("programs/majority.rasp", None, ["split_by_token", "compare", "f_and", "f_or", "_and_conj", "single_count"]),
+    ("programs/sort.rasp", 7, ["split_by_token", "or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts"]),
+    ("programs/uf.rasp", 6, ["or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts"]),
+    ("programs/ur.rasp", None, ["or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts"]),
+    ("programs/majority.rasp", None, ["split_by_token", "compare", "f_and", "f_or", "and_single_terms", "only_counts"]),
 ]
 
 
@@ -71,8 +83,8 @@ output accept D
 '''
 
 
-#: single counts against constants with every operator, on either side, with coefficients, and an
-#: and of two conjunctions that clash (X && !X)
+#: single counts against constants with every operator, on either side, with coefficients; counts
+#: under min, max and a conditional; and an and of two conjunctions that clash (X && !X)
 ATOMS = '''alphabet a b c
 P1 = #"a" > 1
 P2 = 2 < #"b"
@@ -80,16 +92,18 @@ P3 = #"c" <= 2
 P4 = 1 >= #("a" || "b")
 P5 = 3 * #"a" < 4
 P6 = 1 - #"b" >= 0
+P7 = min(#"a", #"b") >= 1
+P8 = (#"a" if "b" else #"c") > max(#"b", 1)
 X = exists "c"
 Y = X && !X
-Z = ("a" && P1 && P3) || ("b" && P2 && P5) || ("c" && P4 && P6) || Y
+Z = ("a" && P1 && P3 && P7) || ("b" && P2 && P5 && P8) || ("c" && P4 && P6) || Y
 output accept Z
 '''
 INLINE = {OVERLAP: "overlapping-or", ATOMS: "single-counts"}
 
 
 @pytest.mark.parametrize("path,n,shortcuts", CASES + [(OVERLAP, None, ["or_chain", "f_or"]),
-                                                      (ATOMS, None, ["single_count", "_and_conj"])],
+                                                      (ATOMS, None, ["only_counts", "and_single_terms"])],
                          ids=[c[0].split("/")[1] for c in CASES] + ["overlapping-or", "single-counts"])
 def test_shortcuts_build_the_same_model(path, n, shortcuts, monkeypatch):
     program = rasp.parse(path) if path in INLINE else _alphabet(path, n)
@@ -127,6 +141,6 @@ def test_split_by_token_is_used_and_linear():
 def test_shortcuts_on_random_programs(program):
     fast = _fingerprint(compiler.compile(program))
     with pytest.MonkeyPatch.context() as m:
-        for shortcut, plain in PLAIN.items():
-            m.setattr(G._Builder, shortcut, plain)
+        for owner, name, plain in PLAIN.values():
+            m.setattr(owner, name, plain)
         assert _fingerprint(compiler.compile(program)) == fast

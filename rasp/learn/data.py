@@ -29,8 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..ast import OUTPUT_KINDS
+
 PAD, BOS = "<pad>", "<bos>"
-KINDS = ("accept", "generate", "predict")
+KINDS = OUTPUT_KINDS
 
 
 @dataclass(frozen=True)
