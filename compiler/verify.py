@@ -319,8 +319,10 @@ def estimate_bytes(model: CompiledModel, length: int, samples: int, dtype="float
     dimension at 4 bytes or more (the forward holds the residual and one sublayer's activations, the
     uniform heads' running sums are float64), plus two int64 per definition for the interpreter; a
     generator's sequence counted at three times the prompt (``default_max_new`` is 2n + 8); the
-    ``dense`` backend adds its (n + 1)^2 logits per head three times. On the CPU measurements of
-    ``benchmarks`` programs (2026-11-30) the true peak is 2 to 6 times smaller."""
+    ``dense`` backend adds its (n + 1)^2 logits per head three times. Measured on CPU (2026-11-30,
+    ``verify_length`` with 8 inputs): the true peak is 1.4 to 1.5 times smaller for acceptors and
+    predictors (dyck1, anbncn) and 3.6 to 7.1 times for generators (majority, ur, uf), which rarely
+    generate the 2n + 8 tokens counted here."""
     s = model.size
     item = max(resolve_dtype(dtype).itemsize, 4)
     width = s["d_model"] + s["heads"] + max(s["mlp_width"], 1) + s["sign_width"]
@@ -344,19 +346,19 @@ def predict_bytes(model: CompiledModel, length: int, samples: int, dtype, backen
     no such step was measured it is the analytic :func:`estimate_bytes`, for the host as well.
     A generator's rate is per prompt token: a step whose generation runs much longer than the one
     before (a model that does not stop) can exceed the prediction; the margin covers part of that."""
-    est = None
+    power = 2 if backend == "dense" else 1
 
-    def scaled(k: int) -> int:
-        nonlocal est
+    def scaled(k: int) -> int | None:
         done = [m for m in measured if m[k] is not None and m[k] >= MEASURE_FLOOR][-2:]
         if not done:
-            if est is None:
-                est = estimate_bytes(model, length, samples, dtype, backend)
-            return est
-        power = 2 if backend == "dense" else 1
+            return None
         return int(MEMORY_MARGIN * length ** power * max(m[k] / m[0] ** power for m in done))
 
-    return scaled(1), scaled(2)
+    dev, host = scaled(1), scaled(2)
+    if dev is None or host is None:
+        est = estimate_bytes(model, length, samples, dtype, backend)
+        dev, host = (est if dev is None else dev), (est if host is None else host)
+    return dev, host
 
 
 def memory_stop(device, need_dev: int, need_host: int, free=None) -> dict | None:
