@@ -27,15 +27,14 @@ the free memory.
 """
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 
 from rasp.interp import evaluate, make_batch
+from rasp.memory import free_host_bytes
 from rasp.program import Program, default_max_new
 
 from .api import CompiledModel
@@ -280,17 +279,6 @@ class PeakMemory:
         return False
 
 
-def _cgroup_free() -> int | None:
-    """Bytes left under this process's cgroup (v2) memory limit, or None without a limit."""
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit == "max":
-            return None
-        return max(0, int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
-    except (OSError, ValueError):
-        return None
-
-
 def free_memory(device) -> int:
     """Bytes a step may still use on the device. CUDA: free device memory plus what PyTorch's caching
     allocator holds unused; CPU: MemAvailable, or less under a cgroup memory limit."""
@@ -298,19 +286,7 @@ def free_memory(device) -> int:
     if dev.type == "cuda":
         cached = torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
         return int(torch.cuda.mem_get_info(dev)[0]) + int(cached)
-    avail = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    if avail is None:
-        avail = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
-    cg = _cgroup_free()
-    return avail if cg is None else min(avail, cg)
+    return free_host_bytes()
 
 
 def estimate_bytes(model: CompiledModel, length: int, samples: int, dtype="float32", backend: str = "auto") -> int:

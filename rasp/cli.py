@@ -17,8 +17,20 @@ from . import __version__, commands
 from .errors import RaspError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, remembering the message of a usage error (``main`` prints it as JSON for
+    ``--json``; argparse itself only writes usage text to stderr). Subparsers are made of this class
+    too (``add_subparsers`` uses the parent's class)."""
+
+    usage_error: tuple[str, str, str] | None = None  # (message, usage, prog) of the parser that failed
+
+    def error(self, message: str):  # type: ignore[override]
+        _Parser.usage_error = (message, self.format_usage().strip(), self.prog)
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rasp",
         description="C-RASP / RASP-L programs: run, check length-generalization guarantees, "
         "compile to transformer weights, verify, learn.",
@@ -34,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _Parser.usage_error = None
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)
@@ -44,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         elif extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse: usage errors are user errors (exit 2), --help is 0
+        if exc.code == 2 and _Parser.usage_error and "--json" in (sys.argv[1:] if argv is None else argv):
+            message, usage, prog = _Parser.usage_error
+            print(json.dumps({"error": {"message": message, "file": None, "line": None, "column": None,
+                                        "hint": usage, "text": f"{usage}\n{prog}: error: {message}"}}))
         return int(exc.code or 0)
     if not getattr(args, "command", None):
         parser.print_help()
@@ -52,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except RaspError as exc:
         print(exc.render(), file=sys.stderr)
-        if getattr(args, "json", False):  # scripts reading --json get the error as JSON on stdout too
+        # scripts reading --json get the error as JSON on stdout too (subcommands of `tasks` keep their
+        # own flag: `sample_json`, `show_json`)
+        if any(v is True for k, v in vars(args).items() if k == "json" or k.endswith("_json")):
             print(json.dumps({"error": exc.to_dict()}))
         return 2
     except KeyboardInterrupt:

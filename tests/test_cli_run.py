@@ -333,3 +333,76 @@ def test_cli_run_trace_errors_come_before_any_output(tmp_path, capsys):
     assert out.out == "" and "cannot write the trace" in out.err
     assert cli(["run", dyck, "(", ")", "--trace", ""]) == 2
     assert ".html or .txt" in capsys.readouterr().err
+
+
+def test_cli_run_flags_generation_cut_at_the_cap(tmp_path, capsys):
+    """A generation that reaches --max-new (or the default 2n + 8) is flagged: it may not be the
+    program's whole output. One that stops because no symbol holds is not."""
+    from rasp.cli import main as cli
+
+    forever = tmp_path / "forever.rasp"
+    forever.write_text('alphabet a b\nNEXT[x] = true\noutput generate NEXT\n')  # never stops
+    assert cli(["run", str(forever), "a", "b", "--json"]) == 0
+    out = capsys.readouterr()
+    obj = json.loads(out.out)
+    assert obj["output"] == ["a"] * 12 and obj["truncated"] is True  # 2 * 2 + 8
+    assert "1 of 1 generation stopped at the cap of the default 2n + 8" in out.err
+    assert cli(["run", str(forever), "a", "--max-new", "3"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "a\ta a a\n" and "--max-new" in out.err
+    twice = tmp_path / "twice.rasp"
+    twice.write_text('alphabet a b\nNEXT[x] = #Q[x] < 2\noutput generate NEXT\n')  # stops after a b b
+    assert cli(["run", str(twice), "a", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["truncated"] is False and out.err == ""
+    assert cli(["run", str(twice), "a", "--max-new", "3", "--json"]) == 0  # 3 tokens: exactly the cap
+    assert json.loads(capsys.readouterr().out)["truncated"] is True
+    assert cli(["run", str(ROOT / "programs" / "dyck1.cr"), "(", "--json"]) == 0
+    assert "truncated" not in json.loads(capsys.readouterr().out)  # acceptors have no cap
+
+
+def test_cli_usage_errors_under_json_are_json(capsys):
+    """A usage error argparse finds (unknown option, missing argument) is exit 2 and, with --json, a
+    JSON error object on stdout like any other user error."""
+    from rasp.cli import main as cli
+
+    dyck = str(ROOT / "programs" / "dyck1.cr")
+    for argv, word in ((["run", dyck, "--json", "--bogus"], "--bogus"),
+                       (["verify", "--json"], "target"),
+                       (["tasks", "sample", "UR", "--json"], "--length"),
+                       (["tasks", "sample", "UR", "--length", "5", "--count", "x", "--json"], "--count")):
+        assert cli(argv) == 2
+        out = capsys.readouterr()
+        err = json.loads(out.out)["error"]
+        assert word in err["message"] and err["hint"].startswith("usage: rasp") and word in out.err
+    assert cli(["run", dyck, "--bogus"]) == 2
+    assert capsys.readouterr().out == ""  # without --json, stderr only
+
+
+def test_cli_tasks_json_before_the_subcommand(capsys):
+    """`rasp tasks --json sample ...` / `tasks --json show ...` mean the same as the flag after it."""
+    from rasp.cli import main as cli
+
+    assert cli(["tasks", "--json", "sample", "UR", "--length", "8", "--seed", "2"]) == 0
+    first = capsys.readouterr().out
+    assert cli(["tasks", "sample", "UR", "--length", "8", "--seed", "2", "--json"]) == 0
+    assert capsys.readouterr().out == first and json.loads(first)["task"] == "UR"
+    assert cli(["tasks", "--json", "show", "UR"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "UR"
+
+
+def test_cli_tasks_sample_refuses_a_length_that_cannot_fit(capsys, monkeypatch):
+    """A length whose input cannot fit in the free memory is refused before any sampling (it used to
+    run for hours), with the largest length that would fit; lengths that fit are unaffected."""
+    import rasp.commands.tasks as tasks_cmd
+    from rasp.cli import main as cli
+
+    monkeypatch.setattr(tasks_cmd, "free_host_bytes", lambda: 1000 * tasks_cmd.SAMPLE_BYTES_PER_TOKEN)
+    assert cli(["tasks", "sample", "UR", "--length", "1001", "--json"]) == 2
+    out = capsys.readouterr()
+    err = json.loads(out.out)["error"]
+    assert "1,001 tokens" in err["message"] and "at most about 1,000 tokens" in err["hint"]
+    assert cli(["tasks", "sample", "UR", "--length", "10-5000", "--count", "20", "--seed", "1"]) == 2
+    capsys.readouterr()
+    assert cli(["tasks", "sample", "UR", "--length", "1000"]) == 0
+    assert len(capsys.readouterr().out.split()) == 1000

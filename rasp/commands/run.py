@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..errors import RaspError
+from ..program import default_max_new
 from ..trace import trace_html, trace_text
 from ._common import add_alphabet_option, add_json_option, encode_located, load_program, read_inputs
 
@@ -24,7 +26,8 @@ def register(sub) -> None:
     add_alphabet_option(p)
     p.add_argument("--trace", metavar="FILE", help="write every definition at every position to FILE (.html or .txt)")
     p.add_argument("--max-new", type=int, default=None,
-                   help="generators: stop after this many tokens (default: 2 * input length + 8)")
+                   help="generators: stop after this many tokens (default: 2 * input length + 8); a "
+                   "generation that reaches it is flagged (a note on stderr, \"truncated\": true in --json)")
     p.set_defaults(func=run)
 
 
@@ -59,9 +62,19 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise RaspError(f"cannot write the trace to {path}: {exc.strerror}",
                             hint="check that the folder exists and is writable") from None
+    cut = 0  # generations that reached the cap: more tokens might have followed
     for toks, out in zip(inputs, outputs):
+        record = {"tokens": toks, "output": out, "kind": program.output_kind}
+        if program.output_kind == "generate":
+            cap = default_max_new(len(toks)) if args.max_new is None else args.max_new
+            record["truncated"] = len(out) >= cap
+            cut += record["truncated"]
         if args.json:
-            print(json.dumps({"tokens": toks, "output": out, "kind": program.output_kind}))
+            print(json.dumps(record))
         else:
             print(f"{' '.join(toks)}\t{format_output(program.output_kind, out)}")
+    if cut:
+        print(f"note: {cut} of {len(inputs)} generation{'s' if len(inputs) > 1 else ''} stopped at the cap of "
+              f"{'--max-new' if args.max_new is not None else 'the default 2n + 8'} tokens, not because no symbol "
+              "held (\"truncated\": true in --json)", file=sys.stderr)
     return 0

@@ -20,6 +20,7 @@ import numpy as np
 from .. import tasks as T
 from ..errors import RaspError
 from ..expand import parse_alphabet_option
+from ..memory import free_host_bytes
 
 
 def register(sub) -> None:
@@ -79,6 +80,12 @@ def print_table(out=None) -> None:
         print(fmt.format(*r).rstrip(), file=out)
 
 
+#: the memory one sampled token may take while sampling and printing it: about 40 bytes measured
+#: (``rasp tasks sample ur --length 4000000``: 200 MB peak, 44 MB at length 10; dyck1, copy_repeat and
+#: addition alike, 2026-11-30), doubled for the JSON text and for samplers not measured
+SAMPLE_BYTES_PER_TOKEN = 96
+
+
 def _lengths(text: str, rng: np.random.Generator, count: int) -> list[int]:
     m = re.fullmatch(r"\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?", text)
     if not m:
@@ -99,9 +106,15 @@ def run_sample(args: argparse.Namespace) -> int:
     alphabet = parse_alphabet_option(args.alphabet) if args.alphabet else None
     rng = np.random.default_rng(args.seed)
     lengths = _lengths(args.length, rng, args.count)
+    longest = max(lengths, default=0)
+    need, free = longest * SAMPLE_BYTES_PER_TOKEN, free_host_bytes()
+    if need > free:  # refuse at once rather than run for hours and fail (or swap) at the end
+        raise RaspError(f"--length {args.length}: an input of {longest:,} tokens needs about {need / 2**30:.1f} GiB "
+                        f"here and {free / 2**30:.1f} GiB are free",
+                        hint=f"at most about {free // SAMPLE_BYTES_PER_TOKEN:,} tokens per input on this machine")
     for n in lengths:
         s = task.sample(rng, n, alphabet)
-        if args.sample_json:
+        if args.sample_json or args.json:
             print(json.dumps({"task": task.name, "length": n, "tokens": s.tokens, "target": s.target,
                               "kind": task.kind}))
         else:
@@ -112,7 +125,7 @@ def run_sample(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     t = T.get(args.name)
     data = t.to_json()
-    if args.show_json:
+    if args.show_json or args.json:
         print(json.dumps(data))
         return 0
     for k, v in data.items():
