@@ -54,6 +54,7 @@ from rasp import ast as A
 from rasp.errors import RaspError
 from rasp.guards import GuardForm, analyze_relation, eval_relation
 from rasp.printer import expr_to_str
+from rasp.raspl import RASPL_NODES
 from rasp.rewrite import local_offset
 
 from . import boolean as B
@@ -126,10 +127,6 @@ def next_slot(kind: str, input_slots) -> int:
 
 
 # ----------------------------------------------------------------------------- class check
-_RASPL = tuple(getattr(A, n) for n in ("Tokens", "Indices", "Map", "Select", "Aggregate", "SelectorWidth")
-               if hasattr(A, n))
-
-
 def _periodic_residues(rel: A.PosExpr):
     """(M, residues) with minimal period M for a periodic unary relation, or None."""
     form = analyze_relation(rel)
@@ -145,7 +142,7 @@ def _periodic_residues(rel: A.PosExpr):
 
 def check_class(core: A.CoreProgram) -> None:
     """Raise a located :class:`RaspError` for the first construct outside C-RASP[periodic, local]."""
-    raspl = set(_RASPL)
+    raspl = set(RASPL_NODES)
     for d in core.defs:
         if d.type not in (A.BOOL, A.COUNT):
             raise RaspError(
