@@ -13,8 +13,13 @@
 #   3. the same with the O(n) scan backend on the GPU up to 2^24 tokens for Dyck-1;
 #   4. forward throughput (tokens/s) and peak GPU memory at 4,096 / 65,536 / 1,048,576 tokens.
 # Every result is written as JSON (and the tables as markdown) to OUT_DIR; gpu.txt has the GPU and date.
+#
+# On the lent GPU machine (its image lacks lark and this package; see benchmarks/device_env.sh): first,
+# here, `bash benchmarks/device_wheels.sh`; then the device tool's run with carry [".whl"] and the
+# command `benchmarks/gpu.sh $OUT/gpu` (only what is written under $OUT comes back).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/device_env.sh  # lark from .whl/ and `rasp` where the package is not installed
 OUT=${1:-benchmarks/gpu-results}
 BUDGET=${BUDGET:-25}
 mkdir -p "$OUT"

@@ -10,8 +10,11 @@
 # 2,000 test samples per bin, APE. JOBS tasks train at once in separate processes that share the GPU
 # (the Python samplers, not the GPU, are the bottleneck for models this small: one CPU core each).
 # Writes OUT_DIR/report.md, report.json, report.png, one JSON and plot per task, and gpu.txt (GPU, date).
+# On the lent GPU machine: as for benchmarks/gpu.sh (`bash benchmarks/device_wheels.sh` here, carry
+# [".whl"], OUT_DIR under $OUT).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/device_env.sh  # lark from .whl/ and `rasp` where the package is not installed
 OUT=${1:-benchmarks/gpu-learn}
 DEVICE=${DEVICE:-cuda}
 PRESET=${PRESET:-paper}
