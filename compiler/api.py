@@ -31,7 +31,7 @@ from rasp.rewrite import rewrite_core
 from .alloc import allocate
 from .graph import build_graph
 from .plan import plan_layers
-from .weights import build_weights
+from .weights import build_weights, exact_dtypes
 
 COMPILER_VERSION = "0.1.0"
 FORMAT = "rasp-compiled-transformer"
@@ -69,6 +69,7 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
         alloc = allocate(plan)
         lap("alloc")
         arch, tensors = build_weights(plan, alloc)
+        exact_in = exact_dtypes(tensors)
         for spec, layer in zip(arch["layers"], plan.layers):
             for h, node in zip(spec["heads"], layer.heads):
                 h["label"] = graph.nodes[node].label
@@ -97,6 +98,7 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
         "residual": [{"index": k, "label": lab, "encoding": enc}
                      for k, (lab, enc) in enumerate(zip(alloc.labels, alloc.encodings))],
         "definitions": definitions,
+        "exact_dtypes": exact_in,
         "size": {
             "layers": len(plan.layers),
             "heads": plan.n_heads,
@@ -170,6 +172,13 @@ class CompiledModel:
     @property
     def size(self) -> dict:
         return dict(self.config["size"])
+
+    @property
+    def exact_dtypes(self) -> list[str]:
+        """The dtypes that hold every weight exactly (:func:`compiler.weights.exact_dtypes`; computed by
+        compile and by load); in another dtype a constant of the program is rounded and the model may
+        disagree with the interpreter."""
+        return list(self.config["exact_dtypes"])
 
     @property
     def residual_labels(self) -> list[str]:
@@ -366,6 +375,8 @@ def load(directory: str | Path) -> CompiledModel:
             raise RaspError(f"{w_file}: tensor {k} has non-finite values")
         weights[k] = (shape, idx, vals)
     tensors = weights
+    # recomputed, not read: config.json is not covered by the weights' hash, and older files lack it
+    config["exact_dtypes"] = exact_dtypes({k: (shape, idx.numpy(), vals.numpy()) for k, (shape, idx, vals) in tensors.items()})
     module = CompiledTransformer(arch, tensors)
     model = CompiledModel(config, module)
     try:

@@ -61,6 +61,9 @@ class Row:
     #: on the model's device, and on the host (the same figure on CPU)
     peak_bytes: int | None = None
     host_peak_bytes: int | None = None
+    #: whether the dtype holds every weight exactly (CompiledModel.exact_dtypes); where it does not, a
+    #: disagreement measures the rounding of a constant, not the construction
+    weights_exact: bool = True
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -212,6 +215,7 @@ def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np
         model_seconds=round(t_model, 6), interp_seconds=round(t_interp, 6), dtype=str(dtype),
         device=str(m.device), backend=m.pick_backend(backend), example=example,
         peak_bytes=peak.device_bytes, host_peak_bytes=peak.host_bytes,
+        weights_exact=str(dtype) in model.exact_dtypes,
     )
 
 

@@ -19,9 +19,10 @@ readout       ``W_U`` row = the output literal (``x`` or ``real - x``); output b
 
 Tensors are built and stored sparse (coordinates and values): a model with d_model in the tens of
 thousands (|alphabet|^2 definitions) has only a few nonzeros per row. Every entry is an integer, a
-half-integer or -1024, exactly representable in float64, float32 and
-bfloat16 as long as the program's constants stay below 128 in magnitude (checked at cast time by
-:meth:`compiler.model.CompiledTransformer.cast`).
+half-integer or -1024. Whether a dtype holds them all exactly depends on the program's constants:
+:func:`exact_dtypes` says which dtypes do (a half-integer head constant needs |c| < 128 in bfloat16,
+< 2^23 in float32); a cast to any other dtype warns
+(:meth:`compiler.model.CompiledTransformer.cast`).
 """
 from __future__ import annotations
 
@@ -149,3 +150,31 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
         "n_outputs": len(g.outputs),
     }
     return arch, {name: m.arrays() for name, m in W.items()}
+
+
+#: significand bits (the implicit bit included) of the dtypes a model can run in
+SIGNIFICAND_BITS = {"float64": 53, "float32": 24, "bfloat16": 8, "float16": 11}
+
+
+def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
+    """The dtypes (of :data:`SIGNIFICAND_BITS`) in which the construction's exactness argument holds:
+    every weight is exactly representable, and so is every value a uniform head can carry at one
+    position (an integer or half-integer whose magnitude is at most the sum of the absolute entries of
+    its ``W_V`` row; with p significand bits every half-integer below 2^(p-1) is exact). Outside these
+    dtypes a constant of the program is rounded and comparisons near it can come out wrong
+    (``#"a" > 301`` in bfloat16 stores 301.5 as 302). NumPy only: ``rasp compile`` never imports torch.
+    bfloat16 is float32 with the low 16 bits of the bit pattern zero."""
+    values = [v for _, _, v in tensors.values() if len(v)]
+    vals = np.concatenate(values) if values else np.zeros(0)
+    row_sum = 0.0
+    for name, (shape, idx, v) in tensors.items():
+        if name.endswith("attn.W_V") and len(v):
+            row_sum = max(row_sum, float(np.bincount(idx[0], weights=np.abs(v), minlength=shape[0]).max()))
+    f32 = vals.astype(np.float32)
+    exact = {
+        "float64": True,
+        "float32": bool(np.all(f32 == vals)),
+        "bfloat16": bool(np.all(f32 == vals) and np.all((f32.view(np.uint32) & 0xFFFF) == 0)),
+        "float16": bool(np.all(np.abs(vals) <= 65504) and np.all(vals.astype(np.float16) == vals)),
+    }
+    return [d for d, bits in SIGNIFICAND_BITS.items() if exact[d] and row_sum <= 2.0 ** (bits - 1)]

@@ -438,7 +438,16 @@ def check(program: Program, *, name: str | None = None, task=None, with_task: bo
 
     ``task``: a registered task name (or task object) whose published result the verdict should
     carry; by default the task whose registered program is the program's file, if any
-    (``with_task=False``: none)."""
+    (``with_task=False``: none). A program nested too deeply for the analysis' recursion is a
+    :class:`RaspError` (a user error, as in parsing and compiling)."""
+    try:
+        return _check(program, name, task, with_task)
+    except RecursionError:
+        raise RaspError("the program nests too deeply to analyse", None, "split it into several definitions",
+                        source=program.source, filename=program.filename) from None
+
+
+def _check(program: Program, name: str | None, task, with_task: bool) -> Verdict:
     core = program.core
     reasons = _reasons(core)
     rewritten_core = rewrite_core(core)

@@ -93,6 +93,7 @@ class _Expander:
         self.checked = checked
         self.alphabet = alphabet
         self.symbols = set(alphabet) | set(special)
+        self.data = set(alphabet)
         ordered = tuple(alphabet) + tuple(t for t in special if t not in alphabet)
         self.codes_of = {t: k for k, t in enumerate(ordered)}
 
@@ -141,7 +142,14 @@ class _Expander:
         if isinstance(e, A.Ref):
             if e.name not in self.checked.signatures and e.name in builtins.UNARY:
                 return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
-            return A.Ref(instance_key(e.name, tuple(self.sym(s, env) for s in e.indices)), span=sp)
+            args = tuple(self.sym(s, env) for s in e.indices)
+            for s, a in zip(e.indices, args):
+                if a not in self.data:  # instances exist for data symbols only (as any/all/sum range)
+                    raise RaspError(f"'{e.name}' is a family over the data alphabet; \"{a}\" is a special token, "
+                                    "so there is no instance for it", s.span,
+                                    f"families range over: {' '.join(self.alphabet)}; test a special token directly, "
+                                    f"e.g. Q[\"{a}\"]")
+            return A.Ref(instance_key(e.name, args), span=sp)
         if isinstance(e, A.PosName):
             return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
         if isinstance(e, A.Not):
@@ -201,4 +209,53 @@ def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...
         output = A.Output("accept", (out.name,), span=out.span)
     else:
         output = A.Output(out.kind, tuple(instance_key(out.name, (a,)) for a in alphabet), span=out.span)
+    check_magnitudes(defs)
     return A.CoreProgram(tuple(defs), alphabet, special, output)
+
+
+#: the largest multiple of the input length a count expression may reach: with inputs shorter than
+#: 2^31 tokens every value then stays below 2^62, exact in the interpreter's 64-bit integers
+MAGNITUDE_LIMIT = 2**31
+
+
+def check_magnitudes(defs: list[A.CoreDef]) -> None:
+    """Refuse a count expression whose value could overflow 64-bit integers on a long input.
+
+    The bound M(e) with ``|e| <= M(e) * max(n, 1)`` on inputs of n tokens: a count or a bool 1, a
+    constant |k|, ``k * C`` |k| M(C), a sum or difference the sum of the bounds, min/max/a
+    conditional the larger bound (RASP-L values: 1, they are checked by the RASP-L rules instead).
+    A located :class:`RaspError` at the first expression over :data:`MAGNITUDE_LIMIT`."""
+    of_def: dict[str, int] = {}
+    memo: dict[int, int] = {}
+
+    def bound(e) -> int:
+        hit = memo.get(id(e))
+        if hit is not None:
+            return hit
+        kind = type(e)
+        if kind is A.IntConst:
+            m = abs(e.value)
+        elif kind is A.Ref:
+            m = of_def.get(e.name, 1)
+        elif kind in (A.Add, A.Sub):
+            m = bound(e.left) + bound(e.right)
+        elif kind is A.Scale:
+            m = abs(e.k) * bound(e.operand)
+        elif kind in (A.Min, A.Max):
+            m = max(bound(e.left), bound(e.right))
+        elif kind is A.Cond:
+            bound(e.test)
+            m = max(bound(e.then), bound(e.other))
+        else:  # bools, counts and RASP-L nodes: look inside for count arithmetic
+            for child in A.children(e):
+                bound(child)
+            m = 1
+        if m > MAGNITUDE_LIMIT:
+            raise RaspError(f"this expression can reach {m:,} times the input length: too large for exact "
+                            f"64-bit arithmetic on long inputs (the limit is {MAGNITUDE_LIMIT:,} times)", e.span,
+                            "use smaller constants or coefficients")
+        memo[id(e)] = m
+        return m
+
+    for d in defs:
+        of_def[d.name] = bound(d.expr)

@@ -170,7 +170,7 @@ class _ToAst(Transformer):
         return A.Tok(A.SymLit(_unquote(c[0]), span=_tspan(c[0])), span=_span(meta))
 
     def int(self, meta, c):
-        return A.IntConst(int(c[0]), span=_span(meta))
+        return A.IntConst(_int_literal(c[0]), span=_span(meta))
 
     def true(self, meta, c):
         return A.BoolConst(True, span=_span(meta))
@@ -260,10 +260,10 @@ class _ToAst(Transformer):
         return A.SelectorWidth(c[0], span=_span(meta))
 
     def signed_int(self, meta, c):
-        return int(c[0])
+        return _int_literal(c[0])
 
     def neg_int(self, meta, c):
-        return -int(c[0])
+        return -_int_literal(c[0])
 
     def p_cond(self, meta, c):
         then, test, other = c
@@ -317,7 +317,7 @@ class _ToAst(Transformer):
         return A.PNeg(c[0], span=_span(meta))
 
     def p_int(self, meta, c):
-        return A.PInt(int(c[0]), span=_span(meta))
+        return A.PInt(_int_literal(c[0]), span=_span(meta))
 
     def p_var(self, meta, c):
         return A.PVar(str(c[0]), span=_span(meta))
@@ -327,6 +327,20 @@ class _ToAst(Transformer):
 
     def p_false(self, meta, c):
         return A.PBool(False, span=_span(meta))
+
+
+#: the largest integer constant a program may write: values are computed in 64-bit integers, and a
+#: count is at most the input length, so sums and multiples of counts by such constants stay exact
+#: (see also the magnitude bound of count expressions in rasp.typecheck)
+INT_LIMIT = 2**31 - 1
+
+
+def _int_literal(token) -> int:
+    value = int(token)
+    if value > INT_LIMIT:
+        raise RaspError(f"integer constant {token} is too large (the limit is 2^31 - 1 = {INT_LIMIT:,})", _tspan(token),
+                        "values are computed in 64-bit integers; use a smaller constant")
+    return value
 
 
 def _literal_int(e) -> int | None:

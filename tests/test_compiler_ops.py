@@ -367,6 +367,59 @@ def test_cast_warns_when_a_constant_is_not_exact():
         m.model("cpu", "float32")
 
 
+@pytest.mark.parametrize("c", [100, 126, 127, 128, 200, 301, 5000, 9000000])
+def test_exact_dtypes_say_where_constants_fit(c):
+    """``exact_dtypes`` lists the dtypes that hold every weight: in those the model agrees with the
+    interpreter at every prefix of an input that crosses the constant; bfloat16 (8 significant bits)
+    drops out once the head constant c + 1/2 needs more bits, and then the model can disagree: the
+    check is not vacuous (c = 301: 301.5 is stored as 302)."""
+    m = compiler.compile(rasp.parse(f'alphabet a b\nX = #"a" > {c}'))
+    assert ("bfloat16" in m.exact_dtypes) == (c + 1 < 128)  # the head holds F - (c + 1) + 1/2
+    assert ("float32" in m.exact_dtypes) == (c + 1 < 2**23)
+    assert "float64" in m.exact_dtypes
+    toks = ["a"] * (c + 3) if c < 10000 else None
+    for dt in ("float32", "bfloat16"):
+        if toks is None:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            same, _, _, _, _ = V.check_inputs(m, [toks], [None], dtype=dt, device="cpu")
+        if dt in m.exact_dtypes:
+            assert same == [True], (c, dt)
+        elif c == 301:
+            assert same == [False]
+
+
+def test_exact_dtypes_recorded_reported_and_recomputed_on_load(tmp_path, capsys):
+    """compile records exact_dtypes in config.json; `rasp compile` notes the dtypes that do not hold
+    the weights, `rasp verify` notes it before such a dtype's rows and marks them; load recomputes the
+    list from the weights (config.json is not covered by their hash)."""
+    import json
+
+    from rasp.cli import main
+
+    src = tmp_path / "big.rasp"
+    src.write_text('alphabet a b\nX = #"a" > 301\n')
+    assert main(["compile", str(src), "-o", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "note: bfloat16 cannot hold every weight exactly" in out and "float32" not in out.split("note:")[1].split(":")[0]
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["exact_dtypes"] == ["float64", "float32", "float16"]
+    cfg["exact_dtypes"] = ["float64", "float32", "bfloat16", "float16"]  # a false claim is not believed
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    assert "bfloat16" not in compiler.load(tmp_path / "m").exact_dtypes
+    assert main(["verify", str(src), "--lengths", "305", "--samples", "1", "--dtype", "float32,bfloat16",
+                 "--inputs", "uniform", "--json"]) in (0, 1)
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["weights_exact"] for r in rows] == [True, False]
+    assert main(["verify", str(src), "--lengths", "8", "--samples", "1", "--dtype", "bfloat16"]) == 0
+    assert "note: bfloat16 cannot hold every weight of this model exactly" in capsys.readouterr().out
+    small = tmp_path / "small.rasp"
+    small.write_text('alphabet a b\nX = #"a" > 3\n')
+    assert main(["compile", str(small)]) == 0
+    assert "note:" not in capsys.readouterr().out
+
+
 # ----------------------------------------------------------------------------- structure
 def test_layers_size_and_labels():
     m = compiler.compile(rasp.load("programs/dyck1.cr"))

@@ -114,6 +114,21 @@ BAD_PROGRAMS = [
     Bad("alphabet-twice", 'alphabet a b\nalphabet a b\nok = "a"\n', 2, 1, "the alphabet is declared twice",
         "declare it once"),
     Bad("only-comments", "// nothing here\n\n", 1, 1, "the program defines nothing", "at least one definition"),
+    # ---- found by probing (2026-11-30): these were exit 1 (KeyError, OverflowError) or a silent overflow
+    Bad("family-at-special-token", 'alphabet a b\nspecial "<s>"\nF[x] = exists Q[x]\nG = F["<s>"]\n', 4, 7,
+        "a family over the data alphabet", 'Q["<s>"]', 5),
+    Bad("pair-family-at-special-token", 'alphabet a b\nspecial "<s>"\nF[x, y] = Q[x] && Q[y]\nG = F["a", "<s>"]\n',
+        4, 12, "\"<s>\" is a special token", "families range over: a b"),
+    Bad("constant-beyond-int64", 'alphabet a\nX = #"a" + 9223372036854775807 > 0\n', 2, 12,
+        "integer constant 9223372036854775807 is too large", "64-bit", 19),
+    Bad("constant-in-guard", 'alphabet a\nX = #[j == i - 99999999999999999999999] "a" == 0\n', 2, 16,
+        "is too large (the limit is 2^31 - 1", "smaller constant"),
+    Bad("constant-in-map", 'alphabet a\nM = map(x -> x * 10000000000, tokens)\nok = M == 0\n', 2, 18,
+        "integer constant 10000000000 is too large", "64-bit"),
+    Bad("magnitude-of-a-count", 'alphabet a b\nX = 2000000000 * (2000000000 * #"a") > 0\n', 2, 5,
+        "can reach 4,000,000,000,000,000,000 times the input length", "smaller constants"),
+    Bad("magnitude-through-reference", 'alphabet a b\nC = 2000000000 * #"a"\nX = C + C + 2000000000 > 0\n', 3, 5,
+        "times the input length", "smaller constants"),
 ]
 
 
@@ -299,3 +314,23 @@ def test_json_user_errors_are_json_on_stdout_too(tmp_path, capsys, command):
     assert (err["file"], err["line"], err["column"]) == (str(bad), 2, 16)
     assert "unexpected end of line" in err["message"] and "never closed" in err["hint"]
     assert "^" in err["text"]
+
+
+def test_largest_constants_still_run(tmp_path, capsys):
+    """The limits refuse only what could overflow: 2^31 - 1 as a constant, and a count expression of up
+    to 2^31 times the length, run (the interpreter then agrees with exact integer arithmetic)."""
+    path = tmp_path / "big.rasp"
+    path.write_text('alphabet a b\nX = 2147483647 * #"a" > 2147483646 + #"b"\n')
+    code, out, err = run_cli(capsys, "run", str(path), "a", "a")
+    assert code == 0 and out.endswith("accept\n"), err  # 2 (2^31 - 1) > 2^31 - 2
+    code, out, err = run_cli(capsys, "run", str(path), "a", "b")
+    assert code == 0 and out.endswith("reject\n"), err  # 2^31 - 1 > 2^31 - 1: the boundary, false
+
+
+def test_check_nested_too_deeply_is_a_user_error(tmp_path, capsys):
+    """`rasp check` on a program nested deeper than the analysis can recurse: exit 2 (was exit 1)."""
+    path = tmp_path / "deep.rasp"
+    path.write_text('alphabet a b\nX = ' + "exists " * 400 + '"a"\n')
+    code, _, err = run_cli(capsys, "check", str(path))
+    assert code == 2, err
+    assert "nests too deeply" in err and "hint: " in err and "Traceback" not in err

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from pathlib import Path
 
 from ..errors import RaspError
@@ -106,7 +107,12 @@ def run(args: argparse.Namespace) -> int:
         tmax = bound if tmax is None else min(tmax, bound)
     max_len = min((x for x in (args.max_length, bound) if x), default=None)  # find-limit's last length
     skipped = []
+    # the cast's warning about inexact weights is said by the note below, once per dtype
+    warnings.filterwarnings("ignore", message="weights not exactly representable")
     for dt in dtypes:
+        if dt not in model.exact_dtypes and not args.json:
+            print(f"note: {dt} cannot hold every weight of this model exactly (a constant of the program needs more "
+                  f"significant bits; exact in {', '.join(model.exact_dtypes)}): its rows measure that rounding")
         for n in args.lengths:
             if tmax is not None and n > tmax:
                 skipped.append(n)
