@@ -127,16 +127,19 @@ def next_slot(kind: str, input_slots) -> int:
 
 
 # ----------------------------------------------------------------------------- class check
+@functools.lru_cache(maxsize=4096)
 def _periodic_residues(rel: A.PosExpr):
-    """(M, residues) with minimal period M for a periodic unary relation, or None."""
+    """(M, residues) with minimal period M for a periodic unary relation, or None (cached: a
+    rewritten periodic guard repeats the same predicates in every branch)."""
     form = analyze_relation(rel)
     if not isinstance(form, GuardForm) or form.window != 0:
         return None
     M = form.period
     vals = np.broadcast_to(np.asarray(eval_relation(rel, np.arange(M, dtype=np.int64)), dtype=bool), (M,))
+    r = np.arange(M)
     for p in range(1, M + 1):
-        if M % p == 0 and all(vals[r] == vals[r % p] for r in range(M)):
-            return p, frozenset(int(r) for r in range(p) if vals[r])
+        if M % p == 0 and np.array_equal(vals, vals[r % p]):
+            return p, frozenset(int(x) for x in np.flatnonzero(vals[:p]))
     raise AssertionError("unreachable")
 
 
@@ -192,6 +195,7 @@ class _Builder:
         self.symbol_index = {s: k for k, s in enumerate(self.symbols)}
         self._start_path = (1, frozenset((k, 0) for k in range(len(self.symbols))))
         self._path_tokens: dict = {}
+        self._masks: dict = {}  # periodic literal -> (period, residue bits)
         self._node("bos", ("bos",), "bos", {}, ())
         self._node("real", ("real",), "real", {}, ())
 
@@ -268,11 +272,11 @@ class _Builder:
         if na.kind == nb.kind == "token":
             return not a[1] and not b[1]
         if na.kind == nb.kind == "periodic":
-            sa, sb = self._lit_residues(a), self._lit_residues(b)
-            L = math.lcm(sa[0], sb[0])
+            (Ma, ma), (Mb, mb) = self._lit_mask(a), self._lit_mask(b)
+            L = math.lcm(Ma, Mb)
             if L > PERIOD_CAP:
                 return False
-            return not (_lift(sa, L) & _lift(sb, L))
+            return not (_lift_mask(ma, Ma, L) & _lift_mask(mb, Mb, L))
         return False
 
     def forms_exclusive(self, f: Form, g: Form) -> bool:
@@ -303,10 +307,17 @@ class _Builder:
         self._tok_cache[f] = out
         return out
 
-    def _lit_residues(self, l: B.Lit):
-        p = self.nodes[l[0]].params
-        M, R = p["period"], frozenset(p["residues"])
-        return (M, frozenset(range(M)) - R) if l[1] else (M, R)
+    def _lit_mask(self, l: B.Lit) -> tuple[int, int]:
+        """(M, the residues mod M where a periodic literal holds, as the bits of an int): exclusivity
+        of two literals is then one AND, not a set intersection (a periodic guard's normal form
+        compares every pair of its M branches)."""
+        hit = self._masks.get(l)
+        if hit is None:
+            p = self.nodes[l[0]].params
+            M = p["period"]
+            mask = sum(1 << r for r in p["residues"])
+            hit = self._masks[l] = (M, ((1 << M) - 1) ^ mask if l[1] else mask)
+        return hit
 
     # ---------------------------------------------------------------- bools
     def def_form(self, name: str) -> Form:
@@ -775,6 +786,15 @@ def _lift(s, L: int) -> frozenset:
     if R and isinstance(next(iter(R)), tuple):
         return frozenset((k, r) for k, r0 in R for r in range(r0, L, M))
     return frozenset(r for r in range(L) if r % M in R)
+
+
+def _lift_mask(mask: int, M: int, L: int) -> int:
+    """Residue bits mod M as the same set mod L (M | L): the pattern repeated L / M times."""
+    out, width = mask, M
+    while width < L:  # doubling; the last step may overshoot, cut below
+        out |= out << width
+        width *= 2
+    return out & ((1 << L) - 1)
 
 
 def _const_text(v) -> str:

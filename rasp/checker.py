@@ -442,6 +442,8 @@ def check(program: Program, *, name: str | None = None, task=None, with_task: bo
     :class:`RaspError` (a user error, as in parsing and compiling)."""
     try:
         return _check(program, name, task, with_task)
+    except RaspError as exc:  # a relation too large to analyse, located in the program
+        raise exc.located(program.source, program.filename) from None
     except RecursionError:
         raise RaspError("the program nests too deeply to analyse", None, "split it into several definitions",
                         source=program.source, filename=program.filename) from None

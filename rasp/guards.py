@@ -261,6 +261,17 @@ def eval_function(rel: A.PosExpr, env: dict):
     raise TypeError(f"not a relation: {rel!r}")
 
 
+#: the most table entries (M x (M + T)) a regular relation may need: beyond it the normal form (one
+#: branch per residue of i, each listing residues of j) is too large to build or compile
+#: (rasp.rewrite.regular_table refuses it), and the interpreter counts such a guard by its general path
+TABLE_CAP = 1 << 22
+
+
+def table_cells(form: GuardForm) -> int:
+    """Entries of a relation's tables: ``far`` is M x M, ``local`` M x T."""
+    return form.period * (form.period + form.window)
+
+
 def far_table(rel: A.PosExpr, form: GuardForm) -> np.ndarray:
     """F[ri, rj] = g(i, j) for any i - j >= T with i = ri, j = rj (mod M), from one representative each."""
     M, T = form.period, form.window

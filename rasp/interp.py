@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import ast as A
-from .guards import GuardForm, analyze_relation, eval_function, eval_relation, far_table
+from .guards import TABLE_CAP, GuardForm, analyze_relation, eval_function, eval_relation, far_table, table_cells
 
 _CMP = {
     "==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
@@ -74,7 +74,10 @@ def count_with_guard(P: np.ndarray, rel: A.PosExpr, form: GuardForm | None = Non
     if form is None:
         form = analyze_relation(rel)
     out = np.zeros((B, N), dtype=np.int64)
-    if isinstance(form, GuardForm):
+    # the regular path costs about N (T + M) per input plus an M x M table; with a period or window
+    # larger than the input (or a table beyond TABLE_CAP) the general path below is cheaper
+    if (isinstance(form, GuardForm) and table_cells(form) <= TABLE_CAP
+            and form.window + form.period <= max(N, GENERAL_CHUNK)):
         T, M = form.window, form.period
         for d in range(min(T, N)):
             g = np.asarray(eval_relation(rel, idx[d:], idx[d:] - d), dtype=bool)

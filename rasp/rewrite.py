@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ast as A
-from .guards import GuardForm, analyze_relation, eval_relation
+from .errors import RaspError
+from .guards import TABLE_CAP, GuardForm, analyze_relation, eval_relation, table_cells
 
 
 @dataclass(frozen=True)
@@ -51,14 +52,10 @@ def _tables(rel: A.PosExpr, T: int, M: int) -> tuple[np.ndarray, np.ndarray]:
     local = np.zeros((M, T), dtype=bool)
     for d in range(T):
         local[:, d] = np.broadcast_to(eval_relation(rel, base, base - d), (M,))
-    far = np.zeros((M, M), dtype=bool)
-    for r in range(M):
-        for s in range(M):
-            i = r + M * (T // M + 2)
-            j = s
-            while i - j < T:
-                i += M
-            far[r, s] = bool(eval_relation(rel, i, j))
+    # far[r, s] = g(i, j) for i = r, j = s (mod M), i - j >= T: i = r + M (T // M + 2) is always far
+    # enough (i - j > M (T // M + 1) >= T), so every pair is one representative, evaluated at once
+    i = (ri + M * (T // M + 2))[:, None]
+    far = np.broadcast_to(np.asarray(eval_relation(rel, i, ri[None, :]), dtype=bool), (M, M)).copy()
     return local, far
 
 
@@ -70,6 +67,11 @@ def regular_table(rel: A.PosExpr) -> RegularTable | None:
     if not isinstance(form, GuardForm):
         return None
     T, M = form.window, form.period
+    if table_cells(form) > TABLE_CAP:
+        raise RaspError(f"this relation has period {M:,} and window {T:,}: its normal form needs tables of "
+                        f"{table_cells(form):,} entries (at most {TABLE_CAP:,}), and about as many operations; "
+                        "too large to analyse", getattr(rel, "span", None),
+                        "use a smaller period or window (the normal form has one branch per residue of i)")
     local, far = _tables(rel, T, M)
     # smallest period p | M consistent with both tables
     for p in range(1, M + 1):
@@ -148,12 +150,21 @@ def _sum(terms: list[tuple[int, A.Expr]]) -> A.Expr:
     return out if out is not None else A.IntConst(0)
 
 
+#: the longest chain of residue branches a count's normal form may have (see normalize_count): the
+#: chain nests M conditionals, and the compiler spends about M^2 work on it
+BRANCH_CAP = 256
+
+
 def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     """``#[rel] body`` in normal form (see the module docstring), or None when rel is not regular."""
     t = regular_table(rel)
     if t is None:
         return None
     M, T = t.period, t.window
+    if M > BRANCH_CAP:
+        raise RaspError(f"this count's relation has period {M:,}: its normal form is a chain of {M:,} branches, one "
+                        f"per residue of i (at most {BRANCH_CAP}); too large to analyse or compile",
+                        getattr(rel, "span", None), "use a smaller period")
     branches = []
     for ri in range(M):
         S = np.flatnonzero(t.far[ri])
