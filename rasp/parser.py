@@ -53,7 +53,16 @@ def _tspan(tok: Token) -> Span:
 
 
 def _unquote(tok: Token) -> str:
-    return str(tok)[1:-1] if tok.type == "STRING" else str(tok)
+    """A symbol's text. Inputs are whitespace-separated tokens, so a quoted symbol that is empty or
+    holds whitespace could never be given as input: a located error."""
+    if tok.type != "STRING":
+        return str(tok)
+    text = str(tok)[1:-1]
+    if not text or any(c.isspace() for c in text):
+        raise RaspError(f"the quoted symbol {tok} {'is empty' if not text else 'contains whitespace'}: inputs are "
+                        "tokens separated by whitespace, so it could never be given", _tspan(tok),
+                        'write a symbol without spaces, e.g. "<sep>"')
+    return text
 
 
 @v_args(meta=True)

@@ -73,7 +73,9 @@ class _Checker:
                 if alphabet is not None:
                     raise RaspError("the alphabet is declared twice", s.span, "declare it once")
                 if len(set(s.symbols)) != len(s.symbols):
-                    raise RaspError("the alphabet lists a symbol twice", s.span)
+                    twice = next(x for x in s.symbols if s.symbols.count(x) > 1)
+                    raise RaspError(f"the alphabet lists a symbol twice: {twice}", s.span,
+                                    "list each symbol once")
                 alphabet = s
             elif isinstance(s, A.SpecialDecl):
                 if special is not None:
@@ -354,7 +356,8 @@ class _Checker:
                 )
             return
         if decl.name not in self.defs:
-            raise RaspError(f"unknown name '{decl.name}'", decl.span, _suggest(decl.name, self.defs))
+            raise RaspError(f"unknown name '{decl.name}'", decl.span,
+                            _suggest(decl.name, self.defs) or "the output names a definition of this program")
         d = self.defs[decl.name]
         t = self.types[decl.name]
         if decl.kind == "accept" and (d.params or t != BOOL):

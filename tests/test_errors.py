@@ -127,6 +127,11 @@ BAD_PROGRAMS = [
         "integer constant 10000000000 is too large", "64-bit"),
     Bad("magnitude-of-a-count", 'alphabet a b\nX = 2000000000 * (2000000000 * #"a") > 0\n', 2, 5,
         "can reach 4,000,000,000,000,000,000 times the input length", "smaller constants"),
+    Bad("alphabet-symbol-twice", 'alphabet a b a\nX = exists "a"\n', 1, 1, "lists a symbol twice: a", "each symbol once"),
+    Bad("output-unknown-no-suggestion", 'alphabet a b\nG = exists "a"\noutput accept H\n', 3, 1, "unknown name 'H'",
+        "names a definition"),
+    Bad("symbol-with-space", 'alphabet a "x y"\nX = exists "a"\n', 1, 12, "contains whitespace", "without spaces", 5),
+    Bad("empty-symbol", 'alphabet a ""\nX = exists "a"\n', 1, 12, "is empty", "without spaces", 2),
     Bad("magnitude-through-reference", 'alphabet a b\nC = 2000000000 * #"a"\nX = C + C + 2000000000 > 0\n', 3, 5,
         "times the input length", "smaller constants"),
 ]
