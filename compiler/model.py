@@ -51,6 +51,16 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.
 BACKENDS = ("auto", "dense", "scan", "sdpa")
 
 
+def normalized_pair(y: torch.Tensor) -> torch.Tensor:
+    """The layer norm (no affine part) of each mean-zero pair (y, -y), first coordinate: y / |y|,
+    exactly +1 or -1 for every nonzero y in every dtype (in place). The floor on |y| (which only
+    matters for y = 0) is the dtype's smallest *subnormal*: |y| = (1/2)/(t + 1) is subnormal in
+    float16 from t = 8,192 on, and a floor at the smallest normal number would shrink y / |y| below 1
+    there (float16 was exact only to 8,192 tokens)."""
+    fi = torch.finfo(y.dtype)
+    return y.div_(y.abs().clamp_min(fi.tiny * fi.eps))
+
+
 def resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None or str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -66,7 +76,7 @@ def resolve_dtype(dtype) -> torch.dtype:
         return DTYPES[str(dtype)]
     except KeyError:
         from rasp.errors import RaspError
-        raise RaspError(f"unknown dtype {dtype!r}", hint="choose float64, float32 or bfloat16") from None
+        raise RaspError(f"unknown dtype {dtype!r}", hint="choose float64, float32, bfloat16 or float16") from None
 
 
 #: a product with at most this many dense entries is computed densely
@@ -325,9 +335,7 @@ class CompiledTransformer(nn.Module):
     def sign(sub, x: torch.Tensor) -> torch.Tensor:
         if sub.sign.W_in.shape[0] == 0:
             return x
-        y = sub.sign.W_in.apply(x)  # (B, k, T)
-        rms = y.abs().clamp_min_(torch.finfo(y.dtype).tiny)  # rms of the mean-zero pair (y, -y) is |y|
-        s = y.div_(rms)
+        s = normalized_pair(sub.sign.W_in.apply(x))  # (B, k, T)
         s = s.mul_(sub.sign.gamma.dense()[:, None]).add_(sub.sign.beta.dense()[:, None])
         return sub.sign.W_out.add_apply(x, s)
 

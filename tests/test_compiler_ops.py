@@ -329,16 +329,36 @@ def test_threshold_normal_form():
 
 
 # ----------------------------------------------------------------------------- precision
-@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
-def test_sign_sublayer_is_exact_at_every_scale(dtype):
-    """(k + 1/2)/(t + 1) for t up to 2^24: the sign group gives exactly 0 or 1 with the right sign."""
+@pytest.mark.parametrize("dtype, top", [("float64", 1 << 24), ("float32", 1 << 24), ("bfloat16", 1 << 24),
+                                        ("float16", 1 << 22)])
+def test_sign_sublayer_is_exact_at_every_scale(dtype, top):
+    """(k + 1/2)/(t + 1) for t up to 2^24 (float16: 2^22, where (1/2)/(t + 1) is still above half its
+    smallest subnormal): the model's normalization gives exactly +-1, so the sign group's bool is
+    exactly 0 or 1 with the right sign. In float16 these quotients are subnormal from t = 8,192 on
+    (a floor at the smallest normal number broke it there)."""
+    from compiler.model import normalized_pair
+
     dt = getattr(torch, dtype)
-    t = torch.cat([torch.arange(1, 5000), torch.randint(5000, 1 << 24, (20000,))]).to(torch.float64)
+    t = torch.cat([torch.arange(1, 5000), torch.randint(5000, top, (20000,)),
+                   torch.tensor([8191, 8192, 8193, top - 1])]).to(torch.float64)
     k = torch.randint(-60, 60, t.shape).to(torch.float64)
+    k[-4:] = torch.tensor([0.0, -1.0, 0.0, -1.0])
     y = ((k + 0.5) / (t + 1)).to(dt)
-    s = y / y.abs().clamp_min(torch.finfo(dt).tiny)
-    b = 0.5 * s + 0.5
+    assert not torch.any(y == 0)
+    b = 0.5 * normalized_pair(y) + 0.5
     assert torch.equal(b, (k >= 0).to(dt))
+
+
+def test_float16_past_its_smallest_normal():
+    """Dyck-1 in float16 beyond 8,192 tokens, where every comparison's quotient is subnormal: every
+    prefix agrees with the interpreter (was wrong from 8,370 tokens on)."""
+    p = rasp.load("programs/dyck1.cr")
+    m = compiler.compile(p)
+    assert "float16" in m.exact_dtypes
+    rng = np.random.default_rng(3)
+    inputs = [["(", ")"] * 6000, [str(s) for s in rng.choice(["(", ")"], size=20000, p=[0.52, 0.48])]]
+    same, _, _, _, _ = V.check_inputs(m, inputs, [None, None], dtype="float16", device="cpu")
+    assert same == [True, True]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

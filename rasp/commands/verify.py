@@ -35,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("--samples", type=int, default=8, help="inputs per length (default 8)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (CUDA when present; default)")
     p.add_argument("--dtype", default="float32",
-                   help="float64, float32 or bfloat16; a comma-separated list runs each (default float32)")
+                   help="float64, float32, bfloat16 or float16; a comma-separated list runs each (default float32)")
     p.add_argument("--backend", default="auto", choices=["auto", "dense", "scan", "sdpa"],
                    help="attention implementation (default auto: sdpa on CUDA, scan on CPU)")
     p.add_argument("--find-limit", action="store_true",
@@ -75,10 +75,10 @@ def run(args: argparse.Namespace) -> int:
             raise RaspError(f"{flag} must be at least {least}, got {value:g}")
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if not dtypes:
-        raise RaspError("--dtype is empty", hint="float64, float32 or bfloat16, or a comma-separated list")
+        raise RaspError("--dtype is empty", hint="float64, float32, bfloat16 or float16, or a comma-separated list")
     for d in dtypes:
         if d not in DTYPES:
-            raise RaspError(f"--dtype {d}: choose float64, float32 or bfloat16")
+            raise RaspError(f"--dtype {d}: choose float64, float32, bfloat16 or float16")
     try:
         device = resolve_device(args.device)
     except RuntimeError as exc:
