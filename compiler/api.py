@@ -25,7 +25,7 @@ import numpy as np
 from rasp.ast import OUTPUT_KINDS
 from rasp.errors import RaspError
 from rasp.gcpause import paused_gc
-from rasp.program import Program, default_max_new, load as load_program, parse
+from rasp.program import Program, check_batch, default_max_new, load as load_program, parse
 from rasp.rewrite import rewrite_core
 
 from .alloc import allocate
@@ -46,7 +46,7 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
     if not isinstance(program, Program):
         program = load_program(program)
     if alphabet is not None:
-        program = program.with_alphabet(tuple(alphabet))
+        program = program.with_alphabet(alphabet)
     t0 = time.perf_counter()
     passes: dict[str, float] = {}  # seconds per pass, in order
 
@@ -231,6 +231,9 @@ class CompiledModel:
 
     def run_batch(self, inputs: Sequence, *, max_new: int | None = None, device=None, dtype="float32",
                   backend: str = "auto") -> list:
+        check_batch(inputs, max_new)
+        if len(inputs) == 0:
+            return []
         kind = self.kind
         if kind == "generate":
             seqs = [self.encode(t) for t in inputs]

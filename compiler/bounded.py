@@ -50,7 +50,7 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
     if not isinstance(program, Program):
         program = load_program(program)
     if alphabet is not None:
-        program = program.with_alphabet(tuple(alphabet))
+        program = program.with_alphabet(alphabet)
     if not uses_raspl(program):
         return compile_exact(program)
     t0 = time.perf_counter()

@@ -62,21 +62,33 @@ def normalized_pair(y: torch.Tensor) -> torch.Tensor:
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``auto`` (or None): CUDA when present, else the CPU; otherwise ``cpu``, ``cuda`` or ``cuda:N``.
+    Anything else, or CUDA where there is none, is a :class:`RaspError`."""
+    from rasp.errors import RaspError
+
     if device is None or str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise RaspError(f"unknown device {device!r}", hint="cpu, cuda, cuda:N or auto") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise RaspError(f"device {device!r}: compiled models run on cpu or cuda", hint="cpu, cuda, cuda:N or auto")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RaspError(f"device {device!r}: CUDA is not available here", hint="use cpu or auto")
+    return dev
 
 
 def resolve_dtype(dtype) -> torch.dtype:
-    if isinstance(dtype, torch.dtype):
-        return dtype
+    """A name of :data:`DTYPES` (or one of its torch dtypes; None: float32), else a :class:`RaspError`."""
     if dtype is None:
         return torch.float32
-    try:
-        return DTYPES[str(dtype)]
-    except KeyError:
-        from rasp.errors import RaspError
-        raise RaspError(f"unknown dtype {dtype!r}", hint="choose float64, float32, bfloat16 or float16") from None
+    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+        return dtype
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return DTYPES[dtype]
+    from rasp.errors import RaspError
+    raise RaspError(f"unknown dtype {dtype!r}", hint="choose float64, float32, bfloat16 or float16")
 
 
 #: a product with at most this many dense entries is computed densely

@@ -47,8 +47,6 @@ def parse_alphabet_option(text: str) -> tuple[str, ...]:
     symbols = tuple(s for s in re.split(r"[,\s]+", text) if s)
     if not symbols:
         raise RaspError("--alphabet is empty", hint="list symbols: --alphabet a,b,c")
-    if len(set(symbols)) != len(symbols):
-        raise RaspError(f"--alphabet lists a symbol twice: {text}")
     return symbols
 
 
@@ -73,10 +71,31 @@ def mentioned_symbols(module: A.Module) -> list[str]:
     return list(seen)
 
 
+def check_alphabet_override(symbols, special) -> tuple[str, ...]:
+    """A replacement data alphabet (``--alphabet``, ``alphabet=``, ``with_alphabet``), checked as a
+    declared one is: strings, each non-empty without whitespace (inputs are whitespace-separated),
+    none twice, none a special token of the program (whose instances would not exist)."""
+    if isinstance(symbols, str):
+        raise RaspError(f"the alphabet is a list of symbols, not one string: {symbols!r}",
+                        hint='e.g. ["a", "b", "c"], or parse_alphabet_option("a,b,c")')
+    symbols = tuple(symbols)
+    for s in symbols:
+        if not isinstance(s, str) or not s or any(c.isspace() for c in s):
+            raise RaspError(f"the alphabet lists {s!r}: a symbol is a non-empty string without whitespace")
+    twice = [s for k, s in enumerate(symbols) if s in symbols[:k]]
+    if twice:
+        raise RaspError(f"the alphabet lists a symbol twice: {twice[0]}", hint="list each symbol once")
+    clash = [s for s in symbols if s in special]
+    if clash:
+        raise RaspError(f"the alphabet lists {', '.join(clash)}, a special token of the program",
+                        hint="list only data symbols; the program's special tokens are kept as declared")
+    return symbols
+
+
 def resolve_alphabet(module: A.Module, checked: Checked, override: tuple[str, ...] | None):
     special = checked.special.symbols if checked.special else ()
     if override is not None:
-        alphabet = tuple(s for s in override if s not in special)
+        alphabet = check_alphabet_override(override, special)
     elif checked.alphabet is not None:
         alphabet = checked.alphabet.symbols
     else:

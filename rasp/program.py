@@ -63,7 +63,7 @@ class Program:
         """The same program with families re-expanded over another data alphabet."""
         try:
             with paused_gc():
-                core = expand(self.module, self.checked, tuple(alphabet))
+                core = expand(self.module, self.checked, alphabet)
         except RaspError as exc:
             raise exc.located(self.source, self.filename) from None
         return Program(self.module, self.checked, core, self.source, self.filename)
@@ -104,6 +104,9 @@ class Program:
 
     def run_batch(self, inputs: Sequence[Tokens], *, max_new: int | None = None) -> list:
         """Output values for many inputs at once (vectorized over the batch)."""
+        check_batch(inputs, max_new)
+        if len(inputs) == 0:
+            return []
         seqs = [self.encode(t) for t in inputs]
         kind = self.core.output.kind
         if kind == "generate":
@@ -187,7 +190,28 @@ def default_max_new(n: int) -> int:
 
 
 def split_tokens(tokens: Tokens) -> list[str]:
-    return tokens.split() if isinstance(tokens, str) else list(tokens)
+    if isinstance(tokens, str):
+        return tokens.split()
+    try:
+        return list(tokens)
+    except TypeError:
+        raise RaspError(f"an input is a string of tokens or a sequence of them, not {type(tokens).__name__}",
+                        hint='e.g. "a b a" or ["a", "b", "a"]') from None
+
+
+def check_batch(inputs, max_new) -> None:
+    """The arguments of a ``run_batch`` (the interpreter's and a compiled model's): a sequence of
+    inputs (a single string is one input: use ``run``) and ``max_new`` None or an int >= 0."""
+    if isinstance(inputs, str):
+        raise RaspError("run_batch takes a list of inputs, not one string (its characters would be inputs)",
+                        hint=f"one input: run({inputs[:20]!r}); several: run_batch([...])")
+    try:
+        len(inputs)
+    except TypeError:
+        raise RaspError(f"run_batch takes a list of inputs, not {type(inputs).__name__}") from None
+    if max_new is not None and (isinstance(max_new, bool) or not isinstance(max_new, (int, np.integer))
+                                or max_new < 0):
+        raise RaspError(f"max_new must be None or an integer >= 0, got {max_new!r}")
 
 
 def token_columns(line: str) -> tuple[list[str], list[int]]:
@@ -205,7 +229,7 @@ def parse(text: str, *, filename: str | None = None, alphabet: Iterable[str] | N
         with paused_gc():
             module = parse_module(text, filename)
             checked = check_module(module)
-            core = expand(module, checked, tuple(alphabet) if alphabet is not None else None)
+            core = expand(module, checked, alphabet)
     except RaspError as exc:
         raise exc.located(text, filename) from None
     except RecursionError:

@@ -245,7 +245,7 @@ def test_api_token_outside_alphabet():
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["--alphabet", "a,a"], "--alphabet lists a symbol twice"),
+    (["--alphabet", "a,a"], "--alphabet: the alphabet lists a symbol twice: a"),
     (["--max-new", "-1"], "--max-new must be at least 0"),
     (["--trace", "out.pdf"], "must end in .html or .txt"),
     (["--alphabet", "a,b"], 'symbol "(" is not in the alphabet'),

@@ -26,12 +26,12 @@ def load_program(path: str, alphabet: str | None = None) -> Program:
     """Load a program file, applying ``--alphabet`` when given."""
     program = load(path)
     if alphabet is not None:
-        symbols = parse_alphabet_option(alphabet)
-        special = [s for s in symbols if s in program.special]
-        if special:
-            raise RaspError(f"--alphabet lists {', '.join(special)}, a special token of {path}",
-                            hint="list only data symbols; the program's special tokens are kept as declared")
-        program = program.with_alphabet(symbols)
+        try:
+            program = program.with_alphabet(parse_alphabet_option(alphabet))  # checked as a declared alphabet
+        except RaspError as exc:
+            if exc.span is not None:  # the program does not fit the new alphabet: located in it
+                raise
+            raise RaspError(f"--alphabet: {exc.message}", hint=exc.hint) from None
     return program
 
 

@@ -80,13 +80,9 @@ def run(args: argparse.Namespace) -> int:
         if d not in DTYPES:
             raise RaspError(f"--dtype {d}: choose float64, float32, bfloat16 or float16")
     try:
-        device = resolve_device(args.device)
-    except RuntimeError as exc:
-        raise RaspError(f"--device {args.device!r}: {str(exc).splitlines()[0]}", hint="cpu, cuda, cuda:N or auto") from None
-    if device.type == "cuda":
-        import torch
-        if not torch.cuda.is_available():
-            raise RaspError(f"--device {args.device}: CUDA is not available here", hint="use --device cpu or auto")
+        device = resolve_device(args.device)  # unknown, or CUDA where there is none: a RaspError
+    except RaspError as exc:
+        raise RaspError(f"--device: {exc.message}", hint=exc.hint) from None
     target = Path(args.target)
     if target.is_dir():
         if args.alphabet:

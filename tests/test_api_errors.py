@@ -1,0 +1,88 @@
+"""Mistakes made through the Python API are RaspErrors, as on the command line (found by probing the
+API, 2026-11-30: these were IndexError, TypeError, AssertionError, torch RuntimeErrors, or silently
+accepted with outputs that disagreed between the model and the interpreter)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import compiler
+import rasp
+from rasp.errors import RaspError
+
+ROOT = Path(__file__).resolve().parent.parent
+UR, DYCK = str(ROOT / "programs" / "ur.rasp"), str(ROOT / "programs" / "dyck1.cr")
+
+
+@pytest.fixture(scope="module")
+def ur():
+    p = rasp.load(UR, alphabet=list("abcd"))
+    return p, compiler.compile(p)
+
+
+def test_empty_batch_is_an_empty_answer(ur):
+    p, m = ur
+    assert m.run_batch([]) == [] and p.run_batch([]) == []  # the generator's batch of 0 crashed
+    dyck = compiler.compile(DYCK)
+    assert dyck.run_batch([]) == []
+
+
+@pytest.mark.parametrize("max_new", [-1, 1.5, True, "3"])
+def test_max_new_must_be_a_count(ur, max_new):
+    p, m = ur
+    for run in (p.run, m.run):
+        with pytest.raises(RaspError, match="max_new must be None or an integer >= 0"):
+            run("a b c a <sep> b", max_new=max_new)
+    assert m.run("a b c a <sep> b", max_new=0) == p.run("a b c a <sep> b", max_new=0) == []
+
+
+def test_inputs_of_the_wrong_type(ur):
+    p, m = ur
+    for call in (lambda: m.run_batch("a b"), lambda: p.run_batch("a b")):
+        with pytest.raises(RaspError, match="not one string"):
+            call()
+    for call in (lambda: rasp.run(p, None), lambda: m.run(5), lambda: p.run_batch([None])):
+        with pytest.raises(RaspError, match="an input is a string of tokens or a sequence"):
+            call()
+    assert m.run(("a", "b", "c", "a", "<sep>", "b")) == p.run("a b c a <sep> b") == ["c"]
+
+
+@pytest.mark.parametrize("alphabet, message", [
+    (["b", "a", "b"], "lists a symbol twice: b"),
+    (["a", "<sep>"], "a special token of the program"),
+    ("a b c", "not one string"),
+    (["a", None], "non-empty string without whitespace"),
+    (["", "a"], "non-empty string without whitespace"),
+    (["b c"], "non-empty string without whitespace"),
+])
+def test_replacement_alphabets_are_checked_as_declared_ones(alphabet, message):
+    """with_alphabet / alphabet= take the checks of a declared alphabet (a repeated symbol made the
+    model and the interpreter disagree; a special token was dropped silently)."""
+    for call in (lambda: rasp.load(UR).with_alphabet(alphabet),
+                 lambda: rasp.load(UR, alphabet=alphabet),
+                 lambda: compiler.compile(UR, alphabet=alphabet)):
+        with pytest.raises(RaspError, match=message):
+            call()
+    assert rasp.load(UR).with_alphabet(iter(["x", "y"])).alphabet == ("x", "y")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"device": "tpu"}, "unknown device"),
+    ({"device": "CPU"}, "unknown device"),
+    ({"device": "meta"}, "run on cpu or cuda"),
+    ({"dtype": torch.int64}, "unknown dtype"),
+    ({"dtype": "float8"}, "unknown dtype"),
+])
+def test_devices_and_dtypes(kwargs, message):
+    m = compiler.compile(DYCK)
+    with pytest.raises(RaspError, match=message):
+        m.run("( )", **kwargs)
+    assert m.run("( )", dtype=torch.float16) is True
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message where there is no GPU")
+def test_cuda_where_there_is_none():
+    with pytest.raises(RaspError, match="CUDA is not available here"):
+        compiler.compile(DYCK).run("( )", device="cuda")
