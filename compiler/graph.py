@@ -48,11 +48,10 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-import numpy as np
 
 from rasp import ast as A
 from rasp.errors import RaspError
-from rasp.guards import GuardForm, analyze_relation, eval_relation
+from rasp.guards import periodic_residues
 from rasp.printer import expr_to_str
 from rasp.raspl import RASPL_NODES
 from rasp.rewrite import local_offset
@@ -127,22 +126,6 @@ def next_slot(kind: str, input_slots) -> int:
 
 
 # ----------------------------------------------------------------------------- class check
-@functools.lru_cache(maxsize=4096)
-def _periodic_residues(rel: A.PosExpr):
-    """(M, residues) with minimal period M for a periodic unary relation, or None (cached: a
-    rewritten periodic guard repeats the same predicates in every branch)."""
-    form = analyze_relation(rel)
-    if not isinstance(form, GuardForm) or form.window != 0:
-        return None
-    M = form.period
-    vals = np.broadcast_to(np.asarray(eval_relation(rel, np.arange(M, dtype=np.int64)), dtype=bool), (M,))
-    r = np.arange(M)
-    for p in range(1, M + 1):
-        if M % p == 0 and np.array_equal(vals, vals[r % p]):
-            return p, frozenset(int(x) for x in np.flatnonzero(vals[:p]))
-    raise AssertionError("unreachable")
-
-
 def check_class(core: A.CoreProgram) -> None:
     """Raise a located :class:`RaspError` for the first construct outside C-RASP[periodic, local]."""
     raspl = set(RASPL_NODES)
@@ -163,7 +146,7 @@ def check_class(core: A.CoreProgram) -> None:
                 raise RaspError(
                     f"'{expr_to_str(node)}' counts with a relation that is not local or periodic after "
                     "rewriting: not in C-RASP[periodic, local]; see rasp check", node.span or d.span, HINT)
-            if kind is A.PosPred and _periodic_residues(node.rel.expr) is None:
+            if kind is A.PosPred and periodic_residues(node.rel.expr) is None:
                 raise RaspError(
                     f"'{expr_to_str(node)}' is not periodic: not in C-RASP[periodic, local]; see rasp check",
                     node.span or d.span, HINT)
@@ -369,7 +352,7 @@ class _Builder:
         if isinstance(e, A.Cond):
             return B.f_cond(self, self.bool_expr(e.test), self.bool_expr(e.then), self.bool_expr(e.other))
         if isinstance(e, A.PosPred):
-            M, R = _periodic_residues(e.rel.expr)
+            M, R = periodic_residues(e.rel.expr)
             return B.lit_form(self.periodic(M, R))
         if isinstance(e, A.Compare):
             if self.is_bool(e.left):
@@ -669,7 +652,7 @@ class _Builder:
         if isinstance(e, A.Tok):
             return (1, frozenset({(self.symbol_index[e.symbol.value], 0)}))
         if isinstance(e, A.PosPred):
-            M, R = _periodic_residues(e.rel.expr)
+            M, R = periodic_residues(e.rel.expr)
             return (M, frozenset((k, r) for k in range(ntok) for r in R))
         if isinstance(e, A.BoolConst):
             return (1, frozenset((k, 0) for k in range(ntok)) if e.value else frozenset())

@@ -38,7 +38,7 @@ from rasp.memory import free_host_bytes
 from rasp.program import Program, default_max_new
 
 from .api import CompiledModel
-from .model import resolve_dtype
+from .model import DTYPES, resolve_dtype
 
 #: interpreter batches hold at most this many tokens
 INTERP_CHUNK = 1 << 20
@@ -215,7 +215,7 @@ def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np
         model_seconds=round(t_model, 6), interp_seconds=round(t_interp, 6), dtype=str(dtype),
         device=str(m.device), backend=m.pick_backend(backend), example=example,
         peak_bytes=peak.device_bytes, host_peak_bytes=peak.host_bytes,
-        weights_exact=str(dtype) in model.exact_dtypes,
+        weights_exact=next(k for k, v in DTYPES.items() if v == resolve_dtype(dtype)) in model.exact_dtypes,
     )
 
 

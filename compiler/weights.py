@@ -159,8 +159,9 @@ SIGNIFICAND_BITS = {"float64": 53, "float32": 24, "bfloat16": 8, "float16": 11}
 def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
     """The dtypes (of :data:`SIGNIFICAND_BITS`) in which the construction's exactness argument holds:
     every weight is exactly representable, and so is every value a uniform head can carry at one
-    position (an integer or half-integer whose magnitude is at most the sum of the absolute entries of
-    its ``W_V`` row; with p significand bits every half-integer below 2^(p-1) is exact). Outside these
+    position (an integer or half-integer: a sum of some entries of its ``W_V`` row, the inputs being
+    0/1, so at most the sum of the positive entries or minus the sum of the negative ones in
+    magnitude; with p significand bits every half-integer below 2^(p-1) is exact). Outside these
     dtypes a constant of the program is rounded and comparisons near it can come out wrong
     (``#"a" > 301`` in bfloat16 stores 301.5 as 302). NumPy only: ``rasp compile`` never imports torch.
     bfloat16 is float32 with the low 16 bits of the bit pattern zero."""
@@ -169,7 +170,9 @@ def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
     row_sum = 0.0
     for name, (shape, idx, v) in tensors.items():
         if name.endswith("attn.W_V") and len(v):
-            row_sum = max(row_sum, float(np.bincount(idx[0], weights=np.abs(v), minlength=shape[0]).max()))
+            pos = np.bincount(idx[0], weights=np.maximum(v, 0), minlength=shape[0])
+            neg = np.bincount(idx[0], weights=np.minimum(v, 0), minlength=shape[0])
+            row_sum = max(row_sum, float(pos.max()), float(-neg.min()))
     f32 = vals.astype(np.float32)
     exact = {
         "float64": True,

@@ -65,10 +65,10 @@ from pathlib import Path
 
 from . import ast as A
 from .errors import RaspError, Span
-from .guards import NotRegular, analyze_relation
+from .guards import NotRegular, analyze_relation, periodic_residues
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
-from .rewrite import local_offset, regular_table, rewrite_core, rewrite_module
+from .rewrite import local_offset, rewrite_core, rewrite_module
 
 #: every fragment a verdict can name, from the strongest guarantee to none
 FRAGMENTS: tuple[str, ...] = (
@@ -390,10 +390,10 @@ def _positional_facts(core: A.CoreProgram):
                         offsets.add(off)
                         evidence.setdefault(f"local {off}", Fact(node.span, _text(node)))
             elif isinstance(node, A.PosPred):
-                table = regular_table(node.rel.expr)
-                if table is not None and table.period >= 2:
-                    periods.add(table.period)
-                    evidence.setdefault(f"period {table.period}", Fact(node.span, _text(node)))
+                pr = periodic_residues(node.rel.expr)
+                if pr is not None and pr[0] >= 2:
+                    periods.add(pr[0])
+                    evidence.setdefault(f"period {pr[0]}", Fact(node.span, _text(node)))
     return tuple(sorted(offsets)), self_counts, tuple(sorted(periods)), counts, evidence
 
 

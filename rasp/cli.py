@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         elif extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse: usage errors are user errors (exit 2), --help is 0
-        if exc.code == 2 and _Parser.usage_error and "--json" in (sys.argv[1:] if argv is None else argv):
+        words = sys.argv[1:] if argv is None else argv
+        # argparse takes unambiguous prefixes of a flag (--js); none of --json's begins another flag
+        if exc.code == 2 and _Parser.usage_error and any(len(w) > 3 and "--json".startswith(w) for w in words):
             message, usage, prog = _Parser.usage_error
             print(json.dumps({"error": {"message": message, "file": None, "line": None, "column": None,
                                         "hint": usage, "text": f"{usage}\n{prog}: error: {message}"}}))

@@ -212,6 +212,7 @@ class _Expander:
 def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...] | None = None) -> A.CoreProgram:
     """Expand a type-checked surface module into a :class:`~rasp.ast.CoreProgram`."""
     alphabet, special = resolve_alphabet(module, checked, alphabet_override)
+    check_magnitudes(checked, len(alphabet))
     ex = _Expander(checked, alphabet, special)
     defs: list[A.CoreDef] = []
     for name in checked.order:
@@ -228,7 +229,6 @@ def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...
         output = A.Output("accept", (out.name,), span=out.span)
     else:
         output = A.Output(out.kind, tuple(instance_key(out.name, (a,)) for a in alphabet), span=out.span)
-    check_magnitudes(defs)
     return A.CoreProgram(tuple(defs), alphabet, special, output)
 
 
@@ -237,20 +237,18 @@ def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...
 MAGNITUDE_LIMIT = 2**31
 
 
-def check_magnitudes(defs: list[A.CoreDef]) -> None:
+def check_magnitudes(checked: Checked, alphabet_size: int) -> None:
     """Refuse a count expression whose value could overflow 64-bit integers on a long input.
 
-    The bound M(e) with ``|e| <= M(e) * max(n, 1)`` on inputs of n tokens: a count or a bool 1, a
-    constant |k|, ``k * C`` |k| M(C), a sum or difference the sum of the bounds, min/max/a
-    conditional the larger bound (RASP-L values: 1, they are checked by the RASP-L rules instead).
-    A located :class:`RaspError` at the first expression over :data:`MAGNITUDE_LIMIT`."""
+    The bound M(e) with ``|e| <= M(e) * max(n, 1)`` on inputs of n tokens, on the surface program
+    (before families are expanded, so its cost does not grow with the alphabet): a count or a bool 1,
+    a constant |k|, ``k * C`` |k| M(C), a sum or difference the sum of the bounds, ``sum(x, C)``
+    |alphabet| M(C), min/max/a conditional the larger bound, a reference its definition's bound
+    (RASP-L values: 1; their own arithmetic, like that inside guards, is not bounded here). A located
+    :class:`RaspError` at the first expression over :data:`MAGNITUDE_LIMIT`."""
     of_def: dict[str, int] = {}
-    memo: dict[int, int] = {}
 
     def bound(e) -> int:
-        hit = memo.get(id(e))
-        if hit is not None:
-            return hit
         kind = type(e)
         if kind is A.IntConst:
             m = abs(e.value)
@@ -260,11 +258,15 @@ def check_magnitudes(defs: list[A.CoreDef]) -> None:
             m = bound(e.left) + bound(e.right)
         elif kind is A.Scale:
             m = abs(e.k) * bound(e.operand)
+        elif kind is A.Neg:
+            m = bound(e.operand)
         elif kind in (A.Min, A.Max):
             m = max(bound(e.left), bound(e.right))
         elif kind is A.Cond:
             bound(e.test)
             m = max(bound(e.then), bound(e.other))
+        elif kind is A.Quant:
+            m = bound(e.body) * (alphabet_size if e.op == "sum" else 1)
         else:  # bools, counts and RASP-L nodes: look inside for count arithmetic
             for child in A.children(e):
                 bound(child)
@@ -273,8 +275,7 @@ def check_magnitudes(defs: list[A.CoreDef]) -> None:
             raise RaspError(f"this expression can reach {m:,} times the input length: too large for exact "
                             f"64-bit arithmetic on long inputs (the limit is {MAGNITUDE_LIMIT:,} times)", e.span,
                             "use smaller constants or coefficients")
-        memo[id(e)] = m
         return m
 
-    for d in defs:
-        of_def[d.name] = bound(d.expr)
+    for name in checked.order:
+        of_def[name] = bound(checked.signatures[name].definition.expr)

@@ -31,6 +31,7 @@ largest T and the lcm of the periods. All of this is exact: no sampling is invol
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -259,6 +260,23 @@ def eval_function(rel: A.PosExpr, env: dict):
             out = np.where(x == k, v, out)
         return out
     raise TypeError(f"not a relation: {rel!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def periodic_residues(rel: A.PosExpr) -> tuple[int, frozenset] | None:
+    """(M, residues) with minimal period M for a periodic unary relation (a ``pos[...]``: a function
+    of i alone), or None when it is not periodic: M evaluations, not an M x M table (cached: a
+    rewritten periodic guard repeats the same predicates in every branch)."""
+    form = analyze_relation(rel)
+    if not isinstance(form, GuardForm) or form.window != 0:
+        return None
+    M = form.period
+    vals = np.broadcast_to(np.asarray(eval_relation(rel, np.arange(M, dtype=np.int64)), dtype=bool), (M,))
+    r = np.arange(M)
+    for p in range(1, M + 1):
+        if M % p == 0 and np.array_equal(vals, vals[r % p]):
+            return p, frozenset(int(x) for x in np.flatnonzero(vals[:p]))
+    raise AssertionError("unreachable")
 
 
 #: the most table entries (M x (M + T)) a regular relation may need: beyond it the normal form (one

@@ -340,7 +340,7 @@ class _ToAst(Transformer):
 
 #: the largest integer constant a program may write: values are computed in 64-bit integers, and a
 #: count is at most the input length, so sums and multiples of counts by such constants stay exact
-#: (see also the magnitude bound of count expressions in rasp.typecheck)
+#: (see also the magnitude bound of count expressions, rasp.expand.check_magnitudes)
 INT_LIMIT = 2**31 - 1
 
 

@@ -250,19 +250,22 @@ class _Conformance:
         return inf
 
     def positional(self, rel: A.Rel, node, unary: bool) -> None:
+        from .guards import periodic_residues
         from .rewrite import regular_table
 
-        t = regular_table(rel.expr)
-        if t is None:
+        if unary:  # a pos[...]: M evaluations; a constant one has period 1
+            pr = periodic_residues(rel.expr)
+            period = None if pr is None else pr[0]
+        else:
+            t = regular_table(rel.expr)
+            period = None if t is None else t.period
+        if period is None:
             self.reason("RASP-L: indices", f"this {'positional predicate' if unary else 'guard'} depends on "
                         "absolute positions: RASP-L never computes on indices", node)
-        elif t.period > 1 and not (unary and (t.far.all() or not t.far.any())):
+        elif period > 1:
             self.reason("RASP-L: indices", f"this {'positional predicate' if unary else 'guard'} computes "
-                        f"i mod {t.period}: RASP-L never computes on indices (C-RASP[periodic] is a separate "
+                        f"i mod {period}: RASP-L never computes on indices (C-RASP[periodic] is a separate "
                         "fragment)", node)
-        elif unary and t.far.any() and not t.far.all():
-            self.reason("RASP-L: indices", "this positional predicate tests i: RASP-L never computes on indices",
-                        node)
 
     # ------------------------------------------------------------------ the analysis
     def info(self, e) -> _Info:

@@ -30,7 +30,8 @@ import numpy as np
 
 from . import ast as A
 from .errors import RaspError
-from .guards import TABLE_CAP, GuardForm, analyze_relation, eval_relation, table_cells
+from .guards import (TABLE_CAP, GuardForm, analyze_relation, eval_relation, far_table, periodic_residues,
+                     table_cells)
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,7 @@ def _tables(rel: A.PosExpr, T: int, M: int) -> tuple[np.ndarray, np.ndarray]:
     local = np.zeros((M, T), dtype=bool)
     for d in range(T):
         local[:, d] = np.broadcast_to(eval_relation(rel, base, base - d), (M,))
-    # far[r, s] = g(i, j) for i = r, j = s (mod M), i - j >= T: i = r + M (T // M + 2) is always far
-    # enough (i - j > M (T // M + 1) >= T), so every pair is one representative, evaluated at once
-    i = (ri + M * (T // M + 2))[:, None]
-    far = np.broadcast_to(np.asarray(eval_relation(rel, i, ri[None, :]), dtype=bool), (M, M)).copy()
-    return local, far
+    return local, far_table(rel, GuardForm(T, M))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -161,10 +158,12 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     if t is None:
         return None
     M, T = t.period, t.window
+    if T > BRANCH_CAP:
+        raise RaspError(f"this count's relation has a window of {T:,} offsets: its normal form sums one local count "
+                        f"per offset (at most {BRANCH_CAP}); too large to analyse or compile",
+                        getattr(rel, "span", None), "use a narrower window")
     if M > BRANCH_CAP:
-        raise RaspError(f"this count's relation has period {M:,}: its normal form is a chain of {M:,} branches, one "
-                        f"per residue of i (at most {BRANCH_CAP}); too large to analyse or compile",
-                        getattr(rel, "span", None), "use a smaller period")
+        return _merged_branches(t, body, rel)
     branches = []
     for ri in range(M):
         S = np.flatnonzero(t.far[ri])
@@ -181,6 +180,39 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     out = branches[-1]
     for ri in range(M - 2, -1, -1):
         out = A.Cond(residue_pred(M, [ri]), branches[ri], out)
+    return out
+
+
+def _merged_branches(t: RegularTable, body: A.Expr, rel) -> A.Expr:
+    """The normal form for a period M above BRANCH_CAP: residues of i whose branches are equal (the
+    same tables rows) share one branch, tested by ``pos[i % M in R]``; at most BRANCH_CAP distinct
+    branches (``#[j % 300 == 0] P`` is one: the relation does not depend on i). Below the cap every
+    residue keeps its own branch (normalize_count), so existing normal forms are unchanged."""
+    M, T = t.period, t.window
+    groups: dict[tuple, list[int]] = {}
+    for ri in range(M):
+        groups.setdefault((t.far[ri].tobytes(), t.local[ri].tobytes()), []).append(ri)
+    if len(groups) > BRANCH_CAP:
+        raise RaspError(f"this count's relation has period {M:,} and {len(groups):,} different branches, one per "
+                        f"class of residues of i (at most {BRANCH_CAP}); too large to analyse or compile",
+                        getattr(rel, "span", None), "use a smaller period")
+    branches = []
+    for residues in groups.values():
+        ri = residues[0]
+        S = np.flatnonzero(t.far[ri])
+        terms: list[tuple[int, A.Expr]] = []
+        if len(S):
+            pred = residue_pred(M, S)
+            terms.append((1, A.Count(None, _and(body, pred) if pred is not None else body)))
+        in_S = set(int(s) for s in S)
+        for d in range(T):
+            k = int(t.local[ri, d]) - int((ri - d) % M in in_S)
+            if k:
+                terms.append((k, A.Count(local_guard(d), body)))
+        branches.append((residues, _sum(terms)))
+    out = branches[-1][1]
+    for residues, branch in reversed(branches[:-1]):
+        out = A.Cond(residue_pred(M, residues), branch, out)
     return out
 
 
@@ -241,9 +273,9 @@ def rewrite_expr(e):
     node = dataclasses.replace(e, **kids) if kids else e
     if isinstance(node, A.PosPred):
         # a periodic predicate with minimal period 1 is a constant: no positional information
-        t = regular_table(node.rel.expr)
-        if t is not None and t.period == 1:
-            return A.BoolConst(bool(t.far[0, 0]), span=node.span)
+        pr = periodic_residues(node.rel.expr)
+        if pr is not None and pr[0] == 1:
+            return A.BoolConst(bool(pr[1]), span=node.span)
         return node
     if isinstance(node, (A.Count, A.Exists)) and isinstance(node.guard, A.Rel):
         if local_offset(node.guard) is not None:

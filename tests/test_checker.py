@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rasp
@@ -276,7 +276,13 @@ def _relations(draw):
     return rel
 
 
+def _rel(text: str):
+    return rasp.parse(f'alphabet a\nX = #[{text}] "a" > 0').module.statements[1].expr.left.guard.expr
+
+
 @given(_relations())
+@example(_rel("(i - j) % 3 == 2 && i - j >= 4"))  # window and period together (a far-table mutation passed)
+@example(_rel("(i + j) % 5 == 1 || i - j < 7"))
 def test_regular_relations_match_their_tables(rel):
     """Whenever the analysis calls a relation regular, its minimal tables reproduce it at every
     0 <= j <= i (checked exhaustively up to a length well past window + period)."""

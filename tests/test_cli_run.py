@@ -346,7 +346,7 @@ def test_cli_run_flags_generation_cut_at_the_cap(tmp_path, capsys):
     out = capsys.readouterr()
     obj = json.loads(out.out)
     assert obj["output"] == ["a"] * 12 and obj["truncated"] is True  # 2 * 2 + 8
-    assert "1 of 1 generation stopped at the cap of the default 2n + 8" in out.err
+    assert "1 of 1 generation reached the cap of the default 2n + 8" in out.err
     assert cli(["run", str(forever), "a", "--max-new", "3"]) == 0
     out = capsys.readouterr()
     assert out.out == "a\ta a a\n" and "--max-new" in out.err

@@ -394,7 +394,7 @@ def test_exact_dtypes_say_where_constants_fit(c):
     drops out once the head constant c + 1/2 needs more bits, and then the model can disagree: the
     check is not vacuous (c = 301: 301.5 is stored as 302)."""
     m = compiler.compile(rasp.parse(f'alphabet a b\nX = #"a" > {c}'))
-    assert ("bfloat16" in m.exact_dtypes) == (c + 1 < 128)  # the head holds F - (c + 1) + 1/2
+    assert ("bfloat16" in m.exact_dtypes) == (c < 128)  # the head holds F - (c + 1) + 1/2: 127.5 fits 8 bits
     assert ("float32" in m.exact_dtypes) == (c + 1 < 2**23)
     assert "float64" in m.exact_dtypes
     toks = ["a"] * (c + 3) if c < 10000 else None
@@ -467,3 +467,53 @@ def test_same_depth_operations_share_a_layer():
     heads = m.config["architecture"]["layers"][0]["heads"]
     assert sorted(h["kind"] for h in heads) == ["local", "uniform", "uniform", "uniform"]
     assert isinstance(m.module, CompiledTransformer)
+
+
+def test_periodic_exclusivity_matches_brute_force():
+    """The builder's exclusivity of two periodic literals (residue bitmasks lifted to the lcm of their
+    periods, negated literals complemented) against the sets of positions where each holds."""
+    from compiler.graph import _Builder
+
+    b = _Builder(rasp.parse('alphabet a\nX = "a"').core)
+    lits = []
+    for M, residues in ((2, {1}), (3, {2}), (4, {1, 3}), (6, {0, 3}), (5, {0}), (12, {1, 5, 7})):
+        lit = b.periodic(M, frozenset(residues))
+        lits += [lit, B.flip(lit)]
+    for x in lits:
+        for y in lits:
+            def holds(l, i):
+                p = b.nodes[l[0]].params
+                return (i % p["period"] in p["residues"]) != l[1]
+            truth = not any(holds(x, i) and holds(y, i) for i in range(60))
+            assert b.exclusive(x, y) == truth, (b.lit_name(x), b.lit_name(y))
+
+
+def test_exact_dtypes_on_synthetic_weights():
+    """Each dtype's test, on its own: 257 is not a bfloat16 (8 significant bits), 2^24 + 1 not a
+    float32, 2^16 not a float16 (beyond its range, 65504); a value row of 0/1 inputs is bounded by its
+    positive or its negative entries, whichever sum is larger (127.5 - 1 fits bfloat16's 2^7)."""
+    from compiler.weights import exact_dtypes
+
+    def tensors(*values, row=None):
+        t = {"embed.token": ((1, len(values)), np.array([[0] * len(values), list(range(len(values)))]),
+                             np.array(values, dtype=np.float64))}
+        if row is not None:
+            t["layers.0.attn.W_V"] = ((1, len(row)), np.array([[0] * len(row), list(range(len(row)))]),
+                                      np.array(row, dtype=np.float64))
+        return t
+
+    assert exact_dtypes(tensors(1.0, -1024.0, 0.5)) == ["float64", "float32", "bfloat16", "float16"]
+    assert exact_dtypes(tensors(257.0)) == ["float64", "float32", "float16"]
+    assert exact_dtypes(tensors(2.0**24 + 1)) == ["float64"]
+    assert exact_dtypes(tensors(65536.0)) == ["float64", "float32", "bfloat16"]
+    assert "bfloat16" in exact_dtypes(tensors(1.0, row=[1.0, -127.5]))   # |value| <= 127.5
+    assert "bfloat16" not in exact_dtypes(tensors(1.0, row=[100.0, 100.0, -0.5]))  # up to 200
+
+
+def test_constant_127_is_exact_in_bfloat16():
+    """#"a" > 126 keeps its head constant at 126.5 with a count of weight 1: bfloat16 holds it, says
+    exact_dtypes, and the model agrees at every prefix across the boundary."""
+    m = compiler.compile(rasp.parse('alphabet a b\nX = #"a" > 126'))
+    assert "bfloat16" in m.exact_dtypes
+    same, _, _, _, _ = V.check_inputs(m, [["a"] * 140], [None], dtype="bfloat16", device="cpu")
+    assert same == [True]

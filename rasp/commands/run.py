@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"{' '.join(toks)}\t{format_output(program.output_kind, out)}")
     if cut:
-        print(f"note: {cut} of {len(inputs)} generation{'s' if len(inputs) > 1 else ''} stopped at the cap of "
-              f"{'--max-new' if args.max_new is not None else 'the default 2n + 8'} tokens, not because no symbol "
-              "held (\"truncated\": true in --json)", file=sys.stderr)
+        print(f"note: {cut} of {len(inputs)} generation{'s' if len(inputs) > 1 else ''} reached the cap of "
+              f"{'--max-new' if args.max_new is not None else 'the default 2n + 8'} tokens: more may follow "
+              "(\"truncated\": true in --json)", file=sys.stderr)
     return 0

@@ -55,6 +55,12 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings():  # the cast's warning about inexact weights is the note printed per dtype
+        warnings.filterwarnings("ignore", message="weights not exactly representable")
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     import compiler
@@ -103,8 +109,6 @@ def run(args: argparse.Namespace) -> int:
         tmax = bound if tmax is None else min(tmax, bound)
     max_len = min((x for x in (args.max_length, bound) if x), default=None)  # find-limit's last length
     skipped = []
-    # the cast's warning about inexact weights is said by the note below, once per dtype
-    warnings.filterwarnings("ignore", message="weights not exactly representable")
     for dt in dtypes:
         if dt not in model.exact_dtypes and not args.json:
             print(f"note: {dt} cannot hold every weight of this model exactly (a constant of the program needs more "
