@@ -232,49 +232,61 @@ def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...
     return A.CoreProgram(tuple(defs), alphabet, special, output)
 
 
-#: the largest multiple of the input length a count expression may reach: with inputs shorter than
-#: 2^31 tokens every value then stays below 2^62, exact in the interpreter's 64-bit integers
+#: the largest multiple of the input length a count expression may reach, and the largest constant
+#: part: with inputs shorter than 2^31 tokens every value stays below 2^62 + 2^61 < 2^63, exact in
+#: the interpreter's 64-bit integers
 MAGNITUDE_LIMIT = 2**31
+CONSTANT_LIMIT = 2**61
 
 
 def check_magnitudes(checked: Checked, alphabet_size: int) -> None:
     """Refuse a count expression whose value could overflow 64-bit integers on a long input.
 
-    The bound M(e) with ``|e| <= M(e) * max(n, 1)`` on inputs of n tokens, on the surface program
-    (before families are expanded, so its cost does not grow with the alphabet): a count or a bool 1,
-    a constant |k|, ``k * C`` |k| M(C), a sum or difference the sum of the bounds, ``sum(x, C)``
-    |alphabet| M(C), min/max/a conditional the larger bound, a reference its definition's bound
-    (RASP-L values: 1; their own arithmetic, like that inside guards, is not bounded here). A located
-    :class:`RaspError` at the first expression over :data:`MAGNITUDE_LIMIT`."""
-    of_def: dict[str, int] = {}
+    The bound (c, k) with ``|e| <= c * n + k`` on inputs of n tokens, on the surface program (before
+    families are expanded, so its cost does not grow with the alphabet): a count or a bool (1, 0), a
+    constant (0, |k|), ``k * C`` scales both, a sum or difference adds them, ``sum(x, C)`` multiplies
+    them by |alphabet|, min/max/a conditional takes the larger of each, a reference its definition's
+    bound (RASP-L values: (1, 0); their own arithmetic, like that inside guards, is not bounded here).
+    A located :class:`RaspError` at the first expression with c over :data:`MAGNITUDE_LIMIT` or k over
+    :data:`CONSTANT_LIMIT`."""
+    of_def: dict[str, tuple[int, int]] = {}
 
-    def bound(e) -> int:
+    def bound(e) -> tuple[int, int]:
         kind = type(e)
         if kind is A.IntConst:
-            m = abs(e.value)
+            m = (0, abs(e.value))
         elif kind is A.Ref:
-            m = of_def.get(e.name, 1)
+            m = of_def.get(e.name, (1, 0))
         elif kind in (A.Add, A.Sub):
-            m = bound(e.left) + bound(e.right)
+            (a, b), (c, d) = bound(e.left), bound(e.right)
+            m = (a + c, b + d)
         elif kind is A.Scale:
-            m = abs(e.k) * bound(e.operand)
+            a, b = bound(e.operand)
+            m = (abs(e.k) * a, abs(e.k) * b)
         elif kind is A.Neg:
             m = bound(e.operand)
         elif kind in (A.Min, A.Max):
-            m = max(bound(e.left), bound(e.right))
+            (a, b), (c, d) = bound(e.left), bound(e.right)
+            m = (max(a, c), max(b, d))
         elif kind is A.Cond:
             bound(e.test)
-            m = max(bound(e.then), bound(e.other))
+            (a, b), (c, d) = bound(e.then), bound(e.other)
+            m = (max(a, c), max(b, d))
         elif kind is A.Quant:
-            m = bound(e.body) * (alphabet_size if e.op == "sum" else 1)
+            a, b = bound(e.body)
+            k = alphabet_size if e.op == "sum" else 1
+            m = (a * k, b * k)
         else:  # bools, counts and RASP-L nodes: look inside for count arithmetic
             for child in A.children(e):
                 bound(child)
-            m = 1
-        if m > MAGNITUDE_LIMIT:
-            raise RaspError(f"this expression can reach {m:,} times the input length: too large for exact "
+            m = (1, 0)
+        if m[0] > MAGNITUDE_LIMIT:
+            raise RaspError(f"this expression can reach {m[0]:,} times the input length: too large for exact "
                             f"64-bit arithmetic on long inputs (the limit is {MAGNITUDE_LIMIT:,} times)", e.span,
                             "use smaller constants or coefficients")
+        if m[1] > CONSTANT_LIMIT:
+            raise RaspError(f"this expression's constant part can reach {m[1]:,}: too large for exact 64-bit "
+                            f"arithmetic (the limit is 2^61)", e.span, "use smaller constants")
         return m
 
     for name in checked.order:

@@ -401,13 +401,17 @@ def test_large_periods_that_stay_small(text, tmp_path, capsys):
 
 
 def test_magnitude_limit_boundaries(tmp_path, capsys):
-    """A count expression of exactly 2^31 times the length is allowed, one more is not; the bound also
-    covers a conditional's test and sum over the alphabet."""
+    """A count expression of exactly 2^31 times the length is allowed, one more is not; constants are
+    bounded apart from the counts (``#"a" - 2000000000 - 2000000000`` is fine); the bound also covers
+    a conditional's test and sum over the alphabet."""
     ok = 'alphabet a b\nX = 2147483647 * #"a" + #"b" > 0\n'  # 2^31 - 1 + 1
     assert rasp.parse(ok).run("a b") is True
+    assert rasp.parse('alphabet a b\nX = #"a" - 2000000000 - 2000000000 > 0\n').run("a") is False
+    with pytest.raises(rasp.RaspError, match="constant part can reach"):
+        rasp.parse('alphabet a b\nX = 2147483647 * (2147483647 * 2) > #"a"\n')
     for text, where in (('alphabet a b\nX = 2147483647 * #"a" + 2 * #"b" > 0\n', (2, 5)),
-                        ('alphabet a b\nX = (1 if 2147483647 * #"a" + 2 > 0 else 0) > 0\n', (2, 11)),
-                        ('alphabet a b\nC[x] = 1073741824 * #Q[x]\nX = sum(x, C[x]) + 1 > 0\n', (3, 5))):
+                        ('alphabet a b\nX = (1 if 2147483647 * #"a" + 2 * #"b" > 0 else 0) > 0\n', (2, 11)),
+                        ('alphabet a b\nC[x] = 1073741825 * #Q[x]\nX = sum(x, C[x]) + 1 > 0\n', (3, 5))):
         with pytest.raises(rasp.RaspError, match="times the input length") as e:
             rasp.parse(text)
         assert (e.value.line, e.value.column) == where, text
