@@ -273,7 +273,8 @@ class CompiledModel:
             # one metadata entry: safetensors writes several in an order that changes from run to run,
             # and the same model must give the same file
             meta = json.dumps({"format": FORMAT, "shapes": {k: [int(x) for x in shape]
-                                                            for k, (shape, _, _) in sorted(weights.items())}})
+                                                            for k, (shape, _, _) in sorted(weights.items())},
+                               "config_sha256": config_digest(self.config)})
             save_file(tensors, str(path / WEIGHTS_FILE), metadata={"format": meta})
             digest = hashlib.sha256((path / WEIGHTS_FILE).read_bytes()).hexdigest()
             config = dict(self.config, weights_sha256=digest)
@@ -324,7 +325,10 @@ def load(directory: str | Path) -> CompiledModel:
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise RaspError(f"{cfg_file}: not a compiled rasp model (format {config.get('format') if isinstance(config, dict) else None!r})",
                         hint="write one with: rasp compile PROGRAM -o DIR")
-    if int(config.get("format_version", 0)) > FORMAT_VERSION:
+    if not isinstance(config.get("format_version", 0), int):
+        raise RaspError(f"{cfg_file}: format_version {config.get('format_version')!r} is not a number",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR")
+    if config.get("format_version", 0) > FORMAT_VERSION:
         raise RaspError(f"{cfg_file}: format version {config.get('format_version')} is newer than this compiler "
                         f"reads ({FORMAT_VERSION})")
     data = w_file.read_bytes()
@@ -391,8 +395,34 @@ def load(directory: str | Path) -> CompiledModel:
     if model.program.output_kind != model.kind:
         raise RaspError(f"{cfg_file}: output kind {model.kind!r}, but the stored program outputs "
                         f"{model.program.output_kind!r}")
+    # last, so that the checks above name what is wrong; this one catches consistent edits they cannot
+    recorded = _saved_config_digest(meta.get("format", ""))  # None for files written before it was recorded
+    if recorded is not None and recorded != config_digest(config):
+        raise RaspError(f"{cfg_file}: config.json was changed after the weights were saved (its architecture, "
+                        "symbols, program, output or residual labels differ from the ones the weights were built for)",
+                        hint="keep a model's two files together, as rasp compile -o wrote them")
     return model
 
+
+
+#: the parts of config.json that decide what the weights compute: their digest is stored with the
+#: weights, so an edited config.json (reordered symbols, another program or head offset) is refused
+CONFIG_BOUND = ("architecture", "symbols", "program", "output", "residual")
+
+
+def config_digest(config: dict) -> str:
+    return hashlib.sha256(json.dumps({k: config.get(k) for k in CONFIG_BOUND}, sort_keys=True).encode()).hexdigest()
+
+
+def _saved_config_digest(meta: str) -> str | None:
+    """The config digest recorded in a weights file's metadata, or None (older files)."""
+    if not meta.startswith("{"):
+        return None
+    try:
+        digest = json.loads(meta).get("config_sha256")
+    except (ValueError, AttributeError):
+        return None
+    return digest if isinstance(digest, str) else None
 
 
 def _saved_shapes(meta: str) -> dict | None:

@@ -451,3 +451,40 @@ def test_compile_and_save_do_not_need_torch(tmp_path):
     m.save(tmp_path / "b")  # saved again from the module's tensors
     assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
     assert m.run("( ( ) )") is True
+
+
+def test_consistent_config_edits_are_refused(tmp_path):
+    """config.json is not covered by the weights' hash, but the parts that decide what the weights
+    compute are: their digest is stored with the weights. Edits the field checks cannot see (the
+    symbols reordered together with the program's alphabet, a head's offset, the BOS id) are refused;
+    a field that does not matter (the recorded compile time) is not; a non-numeric format_version is
+    a clear error."""
+    program = rasp.parse('alphabet a b\nP = exists[j == i - 1] "a"\nok = P && #"b" > #"a"\n')
+    path = compiler.compile(program).save(tmp_path / "m")
+    good = json.loads((path / "config.json").read_text())
+
+    def edited(change):
+        cfg = json.loads(json.dumps(good))
+        change(cfg)
+        (path / "config.json").write_text(json.dumps(cfg))
+
+    def reorder(c):
+        c["symbols"] = c["symbols"][::-1]
+        c["program"]["alphabet"] = c["program"]["alphabet"][::-1]
+
+    def offset(c):
+        layer = next(l for l in c["architecture"]["layers"] if any(h["kind"] == "local" for h in l["heads"]))
+        next(h for h in layer["heads"] if h["kind"] == "local")["offset"] += 1
+
+    for change in (reorder, offset, lambda c: c["architecture"].update(bos_id=0)):
+        edited(change)
+        with pytest.raises(rasp.RaspError):
+            compiler.load(path)
+    edited(reorder)
+    with pytest.raises(rasp.RaspError, match="config.json was changed after the weights were saved"):
+        compiler.load(path)
+    edited(lambda c: c.update(format_version="x"))
+    with pytest.raises(rasp.RaspError, match="format_version 'x' is not a number"):
+        compiler.load(path)
+    edited(lambda c: c.update(compile_seconds=123.0))
+    assert compiler.load(path).run("b a b") is True is program.run("b a b")
