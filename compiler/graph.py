@@ -141,7 +141,9 @@ def check_class(core: A.CoreProgram) -> None:
             if kind in raspl:
                 raise RaspError(
                     f"'{expr_to_str(node)}' is a RASP-L operation, not in C-RASP[periodic, local]; "
-                    "see rasp check", node.span or d.span, HINT)
+                    "see rasp check", node.span or d.span,
+                    "RASP-L programs compile through their lowering: compiler.bounded.compile_raspl (rasp compile "
+                    "does this)")
             if (kind is A.Count or kind is A.Exists) and node.guard is not None and local_offset(node.guard) is None:
                 raise RaspError(
                     f"'{expr_to_str(node)}' counts with a relation that is not local or periodic after "

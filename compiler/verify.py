@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from rasp.errors import RaspError
 from rasp.interp import evaluate, make_batch
 from rasp.memory import free_host_bytes
 from rasp.program import Program, default_max_new
@@ -67,6 +68,15 @@ class Row:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def _task(task):
+    """A registered task, given as itself, by name, or None."""
+    if isinstance(task, str):
+        from rasp import tasks
+
+        return tasks.get(task)  # an unknown name is a RaspError with a suggestion
+    return task
 
 
 def task_for(program: Program):
@@ -197,6 +207,9 @@ def _same_value(value, target) -> bool:
 
 def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np.random.Generator, *,
                   device=None, dtype="float32", backend: str = "auto", max_new: int | None = None) -> Row:
+    task = _task(task)
+    if length < 1 or samples < 1:
+        raise RaspError(f"verify needs a length and a number of samples of at least 1, got {length} and {samples}")
     program = model.program
     m = model.model(device, dtype)
     with PeakMemory(m.device) as peak:
@@ -359,6 +372,9 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
                backend: str = "auto", start: int = 16, budget_s: float = 60.0, max_length: int | None = None,
                max_new: int | None = None, rows: list | None = None) -> dict:
     """Double the length from ``start`` until a disagreement or a budget; the longest exact length."""
+    task = _task(task)
+    if samples < 1 or start < 1:
+        raise RaspError(f"find_limit needs samples and a start length of at least 1, got {samples} and {start}")
     t_start = time.perf_counter()
     longest, failed, stopped = None, None, "max length"
     n = start

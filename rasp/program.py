@@ -240,11 +240,17 @@ def parse(text: str, *, filename: str | None = None, alphabet: Iterable[str] | N
 
 def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
     """Read and parse a program file (``.cr`` or ``.rasp``: one language)."""
+    if not isinstance(path, (str, Path)):
+        raise RaspError(f"a program is loaded from a path (str or Path), not {type(path).__name__}",
+                        hint="for program text use rasp.parse(text)")
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the program
     except OSError as exc:
-        raise RaspError(f"cannot read program: {exc.strerror}", filename=str(p)) from None
+        looks_like_source = isinstance(path, str) and ("\n" in path or " = " in path)
+        raise RaspError(f"cannot read program: {exc.strerror}", filename=str(p) if not looks_like_source else None,
+                        hint="this looks like program text: use rasp.parse(text) (or compiler.compile(rasp.parse(text)))"
+                        if looks_like_source else None) from None
     except UnicodeDecodeError as exc:
         raise RaspError(f"cannot read program: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
                         f"{exc.start})", filename=str(p), hint="programs are UTF-8 text files (.cr or .rasp)") from None

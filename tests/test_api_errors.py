@@ -86,3 +86,31 @@ def test_devices_and_dtypes(kwargs, message):
 def test_cuda_where_there_is_none():
     with pytest.raises(RaspError, match="CUDA is not available here"):
         compiler.compile(DYCK).run("( )", device="cuda")
+
+
+def test_compile_and_load_arguments():
+    for bad, message in ((5, "loaded from a path"), (None, "loaded from a path"),
+                         ('alphabet a b\nX = "a"', "looks like program text")):
+        with pytest.raises(RaspError) as e:
+            compiler.compile(bad)
+        assert message in e.value.message + (e.value.hint or "")
+    with pytest.raises(RaspError, match="RASP-L operation") as e:
+        compiler.compile(str(ROOT / "programs" / "raspl_count.rasp"))
+    assert "compile_raspl" in e.value.hint
+
+
+def test_verify_api_arguments():
+    import numpy as np
+
+    from compiler import verify as V
+
+    m = compiler.compile(DYCK)
+    rng = np.random.default_rng(0)
+    assert V.verify_length(m, "dyck1", 32, 2, rng).agree == 1.0  # a task by name
+    assert V.verify_length(m, None, 32, 2, rng, dtype=torch.float32).weights_exact is True
+    for call in (lambda: V.verify_length(m, None, 32, 0, rng), lambda: V.verify_length(m, None, -3, 2, rng),
+                 lambda: V.find_limit(m, None, "float32", samples=0, rng=rng)):
+        with pytest.raises(RaspError, match="at least 1"):
+            call()
+    with pytest.raises(RaspError, match="unknown task"):
+        V.verify_length(m, "dyckk", 8, 1, rng)
