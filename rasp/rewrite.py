@@ -162,58 +162,39 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
         raise RaspError(f"this count's relation has a window of {T:,} offsets: its normal form sums one local count "
                         f"per offset (at most {BRANCH_CAP}); too large to analyse or compile",
                         getattr(rel, "span", None), "use a narrower window")
-    if M > BRANCH_CAP:
-        return _merged_branches(t, body, rel)
-    branches = []
-    for ri in range(M):
-        S = np.flatnonzero(t.far[ri])
-        terms: list[tuple[int, A.Expr]] = []
-        if len(S):
-            pred = residue_pred(M, S)
-            terms.append((1, A.Count(None, _and(body, pred) if pred is not None else body)))
-        in_S = set(int(s) for s in S)
-        for d in range(T):
-            k = int(t.local[ri, d]) - int((ri - d) % M in in_S)
-            if k:
-                terms.append((k, A.Count(local_guard(d), body)))
-        branches.append(_sum(terms))
+    if M <= BRANCH_CAP:
+        groups = [[ri] for ri in range(M)]  # one branch per residue of i
+    else:  # residues of i whose branches are equal (the same table rows) share one: #[j % 300 == 0] P
+        by_rows: dict[tuple, list[int]] = {}
+        for ri in range(M):
+            by_rows.setdefault((t.far[ri].tobytes(), t.local[ri].tobytes()), []).append(ri)
+        groups = list(by_rows.values())
+        if len(groups) > BRANCH_CAP:
+            raise RaspError(f"this count's relation has period {M:,} and {len(groups):,} different branches, one per "
+                            f"class of residues of i (at most {BRANCH_CAP}); too large to analyse or compile",
+                            getattr(rel, "span", None), "use a smaller period")
+    branches = [_branch(t, g[0], body) for g in groups]
     out = branches[-1]
-    for ri in range(M - 2, -1, -1):
-        out = A.Cond(residue_pred(M, [ri]), branches[ri], out)
+    for g, branch in zip(reversed(groups[:-1]), reversed(branches[:-1])):
+        out = A.Cond(residue_pred(M, g), branch, out)
     return out
 
 
-def _merged_branches(t: RegularTable, body: A.Expr, rel) -> A.Expr:
-    """The normal form for a period M above BRANCH_CAP: residues of i whose branches are equal (the
-    same tables rows) share one branch, tested by ``pos[i % M in R]``; at most BRANCH_CAP distinct
-    branches (``#[j % 300 == 0] P`` is one: the relation does not depend on i). Below the cap every
-    residue keeps its own branch (normalize_count), so existing normal forms are unchanged."""
+def _branch(t: RegularTable, ri: int, body: A.Expr) -> A.Expr:
+    """``#[rel] body`` at positions i = ri (mod M): a count of the j in the far residues S plus, for
+    each offset d < T, the local correction where the window's value differs from the far one."""
     M, T = t.period, t.window
-    groups: dict[tuple, list[int]] = {}
-    for ri in range(M):
-        groups.setdefault((t.far[ri].tobytes(), t.local[ri].tobytes()), []).append(ri)
-    if len(groups) > BRANCH_CAP:
-        raise RaspError(f"this count's relation has period {M:,} and {len(groups):,} different branches, one per "
-                        f"class of residues of i (at most {BRANCH_CAP}); too large to analyse or compile",
-                        getattr(rel, "span", None), "use a smaller period")
-    branches = []
-    for residues in groups.values():
-        ri = residues[0]
-        S = np.flatnonzero(t.far[ri])
-        terms: list[tuple[int, A.Expr]] = []
-        if len(S):
-            pred = residue_pred(M, S)
-            terms.append((1, A.Count(None, _and(body, pred) if pred is not None else body)))
-        in_S = set(int(s) for s in S)
-        for d in range(T):
-            k = int(t.local[ri, d]) - int((ri - d) % M in in_S)
-            if k:
-                terms.append((k, A.Count(local_guard(d), body)))
-        branches.append((residues, _sum(terms)))
-    out = branches[-1][1]
-    for residues, branch in reversed(branches[:-1]):
-        out = A.Cond(residue_pred(M, residues), branch, out)
-    return out
+    S = np.flatnonzero(t.far[ri])
+    terms: list[tuple[int, A.Expr]] = []
+    if len(S):
+        pred = residue_pred(M, S)
+        terms.append((1, A.Count(None, _and(body, pred) if pred is not None else body)))
+    in_S = set(int(s) for s in S)
+    for d in range(T):
+        k = int(t.local[ri, d]) - int((ri - d) % M in in_S)
+        if k:
+            terms.append((k, A.Count(local_guard(d), body)))
+    return _sum(terms)
 
 
 # ---------------------------------------------------------------------- whole programs
