@@ -74,7 +74,9 @@ def mentioned_symbols(module: A.Module) -> list[str]:
 def check_alphabet_override(symbols, special) -> tuple[str, ...]:
     """A replacement data alphabet (``--alphabet``, ``alphabet=``, ``with_alphabet``), checked as a
     declared one is: strings, each non-empty without whitespace (inputs are whitespace-separated),
-    none twice, none a special token of the program (whose instances would not exist)."""
+    none twice. The program's special tokens may be listed (callers pass a task's alphabet plus its
+    specials): they stay special and are left out of the data alphabet (``--alphabet`` refuses them,
+    rasp.commands._common)."""
     if isinstance(symbols, str):
         raise RaspError(f"the alphabet is a list of symbols, not one string: {symbols!r}",
                         hint='e.g. ["a", "b", "c"], or parse_alphabet_option("a,b,c")')
@@ -85,11 +87,7 @@ def check_alphabet_override(symbols, special) -> tuple[str, ...]:
     twice = [s for k, s in enumerate(symbols) if s in symbols[:k]]
     if twice:
         raise RaspError(f"the alphabet lists a symbol twice: {twice[0]}", hint="list each symbol once")
-    clash = [s for s in symbols if s in special]
-    if clash:
-        raise RaspError(f"the alphabet lists {', '.join(clash)}, a special token of the program",
-                        hint="list only data symbols; the program's special tokens are kept as declared")
-    return symbols
+    return tuple(s for s in symbols if s not in special)
 
 
 def resolve_alphabet(module: A.Module, checked: Checked, override: tuple[str, ...] | None):

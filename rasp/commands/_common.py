@@ -26,8 +26,13 @@ def load_program(path: str, alphabet: str | None = None) -> Program:
     """Load a program file, applying ``--alphabet`` when given."""
     program = load(path)
     if alphabet is not None:
+        symbols = parse_alphabet_option(alphabet)
+        special = [s for s in symbols if s in program.special]
+        if special:  # the API leaves them out of the data alphabet; on the command line it is a mistake
+            raise RaspError(f"--alphabet lists {', '.join(special)}, a special token of {path}",
+                            hint="list only data symbols; the program's special tokens are kept as declared")
         try:
-            program = program.with_alphabet(parse_alphabet_option(alphabet))  # checked as a declared alphabet
+            program = program.with_alphabet(symbols)  # checked as a declared alphabet
         except RaspError as exc:
             if exc.span is not None:  # the program does not fit the new alphabet: located in it
                 raise
