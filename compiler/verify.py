@@ -106,7 +106,7 @@ def sample_inputs(program: Program, task, rng: np.random.Generator, length: int,
         alph = sampler_alphabet(task, program)
         out = [task.sample(rng, length, alphabet=alph) for _ in range(k)]
         return [list(s.tokens) for s in out], [s.target for s in out]
-    symbols = list(program.alphabet)
+    symbols = list(program.symbols)  # special tokens too: a separator is what starts most generators
     toks = [[symbols[i] for i in rng.integers(0, len(symbols), size=length)] for _ in range(k)]
     return toks, [None] * k
 
@@ -160,6 +160,9 @@ def check_inputs(model: CompiledModel, inputs: list, targets: list, *, device=No
         sync()
         t0 = time.perf_counter()
         gen = model.model(device, dtype).generate([list(map(int, s)) for s in seqs], limits, backend)
+        # and the output bools at every prompt position, as for acceptors: a prompt that never triggers
+        # generation (no separator in it) would otherwise compare nothing
+        prompt_outs = model.outputs(inputs, device=device, dtype=dtype, backend=backend)
         sync()
         t_model = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -167,9 +170,9 @@ def check_inputs(model: CompiledModel, inputs: list, targets: list, *, device=No
         vals = _interp_values(program, full, names)
         t_interp = time.perf_counter() - t0
         same = []
-        for s, g, v, lim in zip(seqs, gen, vals, limits):
-            ok = True
+        for s, g, v, lim, o in zip(seqs, gen, vals, limits, prompt_outs):
             n = len(s)
+            ok = bool(np.array_equal(o, v[:n]))
             for k, tok in enumerate(g):  # the interpreter's greedy choice after n + k tokens
                 hits = np.flatnonzero(v[n - 1 + k])
                 if len(hits) == 0 or int(hits[0]) != tok:

@@ -517,3 +517,21 @@ def test_constant_127_is_exact_in_bfloat16():
     assert "bfloat16" in m.exact_dtypes
     same, _, _, _, _ = V.check_inputs(m, [["a"] * 140], [None], dtype="bfloat16", device="cpu")
     assert same == [True]
+
+
+def test_generator_checks_compare_every_prompt_position():
+    """A generator is checked at every prompt position too, not only on what it generates: a prompt
+    whose last token does not trigger generation used to compare nothing. Here the model computes
+    #Q[x] > 1 where the program says #Q[x] > 0; the input generates nothing under either, and the
+    disagreement at the separator in the middle is found. Uniform inputs include special tokens."""
+    src = 'alphabet a b\nspecial "<s>"\nNEXT[x] = "<s>" && #Q[x] > {k}\noutput generate NEXT\n'
+    right, wrong = rasp.parse(src.format(k=0)), compiler.compile(rasp.parse(src.format(k=1)))
+    liar = wrong.with_config(wrong.config, right, None, None)  # the wrong weights, the right program
+    toks = ["a", "<s>", "b", "a"]
+    assert liar.run(toks) == right.run(toks) == []
+    same, _, _, _, _ = V.check_inputs(liar, [toks], [None], dtype="float64", device="cpu")
+    assert same == [False]
+    same, _, _, _, _ = V.check_inputs(compiler.compile(right), [toks], [None], dtype="float64", device="cpu")
+    assert same == [True]
+    inputs, _ = V.sample_inputs(right, None, np.random.default_rng(0), 200, 3)
+    assert all("<s>" in x for x in inputs)
