@@ -356,8 +356,8 @@ def load(directory: str | Path) -> CompiledModel:
         raise RaspError(f"{cfg_file}: the architecture is incomplete ({exc})") from None
     if len(config["residual"]) != shapes["readout.W_U"][1]:
         raise RaspError(f"{cfg_file}: {len(config['residual'])} residual labels for d_model {shapes['readout.W_U'][1]}")
-    saved = _saved_shapes(meta.get("format", ""))  # None for files written before 2026-11-30
-    if saved is not None and saved != shapes:
+    saved = _saved_meta(meta.get("format", ""))  # None for files written before 2026-11-30
+    if saved is not None and _saved_shapes(saved) != shapes:
         raise RaspError(f"{w_file}: the weights were saved for another architecture than config.json describes",
                         hint="keep a model's two files together, as rasp compile -o wrote them")
     names = {k.rsplit(".", 1)[0] for k in tensors}
@@ -396,13 +396,11 @@ def load(directory: str | Path) -> CompiledModel:
         raise RaspError(f"{cfg_file}: output kind {model.kind!r}, but the stored program outputs "
                         f"{model.program.output_kind!r}")
     # last, so that the checks above name what is wrong; this one catches consistent edits they cannot
-    recorded = _saved_config_digest(meta.get("format", ""))  # None for files written before it was recorded
-    if recorded is not None and recorded != config_digest(config):
+    if saved is not None and "config_sha256" in saved and saved["config_sha256"] != config_digest(config):
         raise RaspError(f"{cfg_file}: config.json was changed after the weights were saved (its architecture, "
                         "symbols, program, output or residual labels differ from the ones the weights were built for)",
                         hint="keep a model's two files together, as rasp compile -o wrote them")
     return model
-
 
 
 #: the parts of config.json that decide what the weights compute: their digest is stored with the
@@ -414,25 +412,22 @@ def config_digest(config: dict) -> str:
     return hashlib.sha256(json.dumps({k: config.get(k) for k in CONFIG_BOUND}, sort_keys=True).encode()).hexdigest()
 
 
-def _saved_config_digest(meta: str) -> str | None:
-    """The config digest recorded in a weights file's metadata, or None (older files)."""
+def _saved_meta(meta: str) -> dict | None:
+    """What a weights file's metadata records (``shapes``, ``config_sha256``), or None for files
+    written before 2026-11-30 (whose metadata is just the format name); {} when unreadable."""
     if not meta.startswith("{"):
         return None
     try:
-        digest = json.loads(meta).get("config_sha256")
-    except (ValueError, AttributeError):
-        return None
-    return digest if isinstance(digest, str) else None
+        out = json.loads(meta)
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
 
 
-def _saved_shapes(meta: str) -> dict | None:
-    """The tensor shapes recorded in a weights file's metadata ({} when unreadable), or None for
-    files written before they were recorded (whose metadata is just the format name)."""
-    if meta == FORMAT or not meta.startswith("{"):
-        return None
+def _saved_shapes(saved: dict) -> dict:
     try:
-        return {k: tuple(v) for k, v in json.loads(meta)["shapes"].items()}
-    except (ValueError, TypeError, KeyError, AttributeError):
+        return {k: tuple(v) for k, v in saved["shapes"].items()}
+    except (TypeError, KeyError, AttributeError):
         return {}
 
 

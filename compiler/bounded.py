@@ -106,14 +106,11 @@ def verify_bounded(model: CompiledModel, *, lengths: Iterable[int] | None = None
     ``agree_reference``, ``within_bound`` (every sequence, prompt plus the tokens the model generated,
     has at most N tokens; None for exact models), ``longest`` (the longest such sequence) and
     ``example`` (a disagreeing input, shortened)."""
-    from rasp import tasks as registry
-
-    from .verify import check_inputs, sample_inputs, task_for
+    from .verify import as_task, check_inputs, sample_inputs, task_for
 
     N = max_length_of(model)
     program = model.program
-    if isinstance(task, str):
-        task = registry.get(task)
+    task = as_task(task)
     task = task if task is not None else task_for(program)
     if lengths is None:
         lengths = [8, 32, 128] if N is None else sorted({max(1, N // 4), max(1, N // 2), 2 * N, 4 * N})

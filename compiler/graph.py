@@ -48,7 +48,6 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-
 from rasp import ast as A
 from rasp.errors import RaspError
 from rasp.guards import periodic_residues

@@ -91,6 +91,11 @@ def resolve_dtype(dtype) -> torch.dtype:
     raise RaspError(f"unknown dtype {dtype!r}", hint="choose float64, float32, bfloat16 or float16")
 
 
+def dtype_name(dtype) -> str:
+    """The name (a key of :data:`DTYPES`) of a dtype given by name or as a torch dtype."""
+    return str(resolve_dtype(dtype)).removeprefix("torch.")
+
+
 #: a product with at most this many dense entries is computed densely
 DENSE_MAX = 1 << 16
 #: ... and so is one whose sparse work (nnz times this factor) would exceed the dense work

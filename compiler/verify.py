@@ -39,7 +39,7 @@ from rasp.memory import free_host_bytes
 from rasp.program import Program, default_max_new
 
 from .api import CompiledModel
-from .model import DTYPES, resolve_dtype
+from .model import dtype_name, resolve_dtype
 
 #: interpreter batches hold at most this many tokens
 INTERP_CHUNK = 1 << 20
@@ -70,7 +70,7 @@ class Row:
         return asdict(self)
 
 
-def _task(task):
+def as_task(task):
     """A registered task, given as itself, by name, or None."""
     if isinstance(task, str):
         from rasp import tasks
@@ -210,7 +210,7 @@ def _same_value(value, target) -> bool:
 
 def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np.random.Generator, *,
                   device=None, dtype="float32", backend: str = "auto", max_new: int | None = None) -> Row:
-    task = _task(task)
+    task = as_task(task)
     if length < 1 or samples < 1:
         raise RaspError(f"verify needs a length and a number of samples of at least 1, got {length} and {samples}")
     program = model.program
@@ -228,10 +228,10 @@ def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np
         length=length, samples=samples, agree=sum(both) / max(1, samples),
         agree_interpreter=sum(same) / max(1, samples),
         agree_reference=None if all(t is None for t in targets) else sum(ref_ok) / max(1, samples),
-        model_seconds=round(t_model, 6), interp_seconds=round(t_interp, 6), dtype=str(dtype),
+        model_seconds=round(t_model, 6), interp_seconds=round(t_interp, 6), dtype=dtype_name(dtype),
         device=str(m.device), backend=m.pick_backend(backend), example=example,
         peak_bytes=peak.device_bytes, host_peak_bytes=peak.host_bytes,
-        weights_exact=next(k for k, v in DTYPES.items() if v == resolve_dtype(dtype)) in model.exact_dtypes,
+        weights_exact=dtype_name(dtype) in model.exact_dtypes,
     )
 
 
@@ -375,7 +375,7 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
                backend: str = "auto", start: int = 16, budget_s: float = 60.0, max_length: int | None = None,
                max_new: int | None = None, rows: list | None = None) -> dict:
     """Double the length from ``start`` until a disagreement or a budget; the longest exact length."""
-    task = _task(task)
+    task = as_task(task)
     if samples < 1 or start < 1:
         raise RaspError(f"find_limit needs samples and a start length of at least 1, got {samples} and {start}")
     t_start = time.perf_counter()

@@ -402,6 +402,18 @@ class Definition:
     span: Span | None = field(**_SPAN)
 
 
+def symbol_problem(text) -> str | None:
+    """Why ``text`` cannot be a token symbol, or None: inputs are whitespace-separated tokens, so a
+    symbol is a non-empty string without whitespace (anything else could never be given as input)."""
+    if not isinstance(text, str):
+        return f"is a {type(text).__name__}, not a string"
+    if not text:
+        return "is empty"
+    if any(c.isspace() for c in text):
+        return "contains whitespace"
+    return None
+
+
 #: what a program can output (``output KIND NAME``)
 OUTPUT_KINDS = ("accept", "generate", "predict")
 

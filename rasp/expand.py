@@ -82,8 +82,10 @@ def check_alphabet_override(symbols, special) -> tuple[str, ...]:
                         hint='e.g. ["a", "b", "c"], or parse_alphabet_option("a,b,c")')
     symbols = tuple(symbols)
     for s in symbols:
-        if not isinstance(s, str) or not s or any(c.isspace() for c in s):
-            raise RaspError(f"the alphabet lists {s!r}: a symbol is a non-empty string without whitespace")
+        problem = A.symbol_problem(s)
+        if problem:
+            raise RaspError(f"the alphabet lists {s!r}, which {problem}: a symbol is a non-empty string "
+                            "without whitespace")
     twice = [s for k, s in enumerate(symbols) if s in symbols[:k]]
     if twice:
         raise RaspError(f"the alphabet lists a symbol twice: {twice[0]}", hint="list each symbol once")

@@ -58,10 +58,10 @@ def _unquote(tok: Token) -> str:
     if tok.type != "STRING":
         return str(tok)
     text = str(tok)[1:-1]
-    if not text or any(c.isspace() for c in text):
-        raise RaspError(f"the quoted symbol {tok} {'is empty' if not text else 'contains whitespace'}: inputs are "
-                        "tokens separated by whitespace, so it could never be given", _tspan(tok),
-                        'write a symbol without spaces, e.g. "<sep>"')
+    problem = A.symbol_problem(text)
+    if problem:
+        raise RaspError(f"the quoted symbol {tok} {problem}: inputs are tokens separated by whitespace, so it "
+                        "could never be given", _tspan(tok), 'write a symbol without spaces, e.g. "<sep>"')
     return text
 
 

@@ -147,8 +147,9 @@ def _sum(terms: list[tuple[int, A.Expr]]) -> A.Expr:
     return out if out is not None else A.IntConst(0)
 
 
-#: the longest chain of residue branches a count's normal form may have (see normalize_count): the
-#: chain nests M conditionals, and the compiler spends about M^2 work on it
+#: the most branches (one per class of residues of i) and the most window offsets a count's normal
+#: form may have (see normalize_count): the branches nest as conditionals, the offsets as a sum, and
+#: the compiler spends about the square of their number on them
 BRANCH_CAP = 256
 
 

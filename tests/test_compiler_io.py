@@ -488,3 +488,22 @@ def test_consistent_config_edits_are_refused(tmp_path):
         compiler.load(path)
     edited(lambda c: c.update(compile_seconds=123.0))
     assert compiler.load(path).run("b a b") is True is program.run("b a b")
+
+
+def test_weights_without_a_config_digest_still_load(tmp_path):
+    """Files written before the config digest was recorded (shapes only in the metadata) load."""
+    import hashlib
+
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    path = _saved(tmp_path)
+    with safe_open(str(path / "model.safetensors"), framework="np") as f:
+        meta = json.loads(f.metadata()["format"])
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    assert meta.pop("config_sha256")
+    save_file(tensors, str(path / "model.safetensors"), metadata={"format": json.dumps(meta)})
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["weights_sha256"] = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+    (path / "config.json").write_text(json.dumps(cfg))
+    assert compiler.load(path).run("( )") is True
