@@ -26,7 +26,7 @@ def register(sub) -> None:
         help="check a compiled model against the interpreter at many lengths",
         description="Compile PROGRAM (or load a model written by rasp compile -o DIR) and compare its outputs "
         "with the interpreter's, and with the task's reference where the program belongs to a registered "
-        "task, on sampled inputs (the task's sampler, else uniform over the alphabet). Acceptors and "
+        "task, on sampled inputs (the task's sampler, else uniform over every symbol, special tokens included). Acceptors and "
         "predictors are compared at every position. Prints one row per length; exit 1 unless every sample "
         "agrees.",
     )
@@ -100,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
         model = compile_raspl(load_program(args.target, args.alphabet))
     program = model.program
     task = V.task_for(program) if args.inputs == "task" else None
-    sampler = f"task {task.name}" if task is not None else "uniform over the alphabet"
+    sampler = f"task {task.name}" if task is not None else "uniform over all symbols (special tokens included)"
     rng = np.random.default_rng(args.seed)
     rows, limits = [], []
     tmax = V.task_max_length(task, program)
