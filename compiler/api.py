@@ -22,6 +22,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from rasp import ast as A
 from rasp.ast import OUTPUT_KINDS
 from rasp.errors import RaspError
 from rasp.gcpause import paused_gc
@@ -62,8 +63,8 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
         except RaspError as exc:
             raise exc.located(program.source, program.filename) from None
         except RecursionError:
-            raise RaspError("the program nests too deeply to compile", None, "split it into several definitions",
-                            source=program.source, filename=program.filename) from None
+            raise A.too_deep("the program nests too deeply to compile", program.module).located(
+                program.source, program.filename) from None
         plan = plan_layers(graph)
         lap("plan")
         alloc = allocate(plan)

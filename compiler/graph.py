@@ -347,7 +347,7 @@ class _Builder:
         if isinstance(e, A.And):
             return self.f_and(self.bool_expr(e.left), self.bool_expr(e.right))
         if isinstance(e, A.Or):
-            if isinstance(e.left, A.Or):
+            if isinstance(e.left, A.Or) or isinstance(e.right, A.Or):
                 return self.or_chain(e)
             return self.f_or(self.bool_expr(e.left), self.bool_expr(e.right))
         if isinstance(e, A.Cond):
@@ -383,11 +383,12 @@ class _Builder:
         return hit
 
     def or_chain(self, e: A.Or) -> Form:
-        """``a1 || a2 || ... || an`` (a left-nested chain, as ``any(x, ...)`` expands) folded from the
-        left exactly as :func:`~.boolean.f_or` would, but with the running sum kept as a list of terms
-        and its token set: while every operand is a sum of terms that each require one token of
-        their own (``Q[x] && ...``), each step is a concatenation that costs the operand's size, not
-        the sum's (folding pairwise would re-examine the whole sum n times)."""
+        """``a1 || a2 || ... || an`` (nested ``||`` in any bracketing; ``any(x, ...)`` expands into a
+        balanced tree) folded from the left exactly as :func:`~.boolean.f_or` would, but with the
+        running sum kept as a list of terms and its token set: while every operand is a sum of terms
+        that each require one token of their own (``Q[x] && ...``), each step is a concatenation that
+        costs the operand's size, not the sum's (folding pairwise would re-examine the whole sum n
+        times)."""
         ops = or_operands(e)
         acc = self.bool_expr(ops[0])
         terms: list | None = None  # the running sum, while there is one (acc is then stale)
@@ -748,13 +749,17 @@ class _Builder:
 
 
 def or_operands(e) -> list:
-    """The operands of a left-nested chain ``a1 || a2 || ... || an``, in order."""
+    """The operands of nested ``||`` (``a1 || a2 || ... || an`` however it is bracketed: ``any(x, ...)``
+    expands into a balanced tree), in order."""
     ops = []
-    while isinstance(e, A.Or):
-        ops.append(e.right)
-        e = e.left
-    ops.append(e)
-    ops.reverse()
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Or):
+            stack.append(n.right)
+            stack.append(n.left)
+        else:
+            ops.append(n)
     return ops
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from .errors import Span
+from .errors import RaspError, Span
 
 _SPAN = dict(default=None, compare=False, repr=False)
 
@@ -510,6 +510,34 @@ def children(node: object) -> tuple:
     """The sub-expressions of an expression node (not guards), in source order."""
     get = _CHILDREN.get(type(node))
     return get(node) if get is not None else ()
+
+
+def depth(node: object) -> int:
+    """How deeply an expression nests (1 for a leaf; sub-expressions, not guards), iteratively."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in children(n))
+    return deepest
+
+
+def deepest_definition(module: "Module") -> "Definition | None":
+    """The definition whose expression nests most deeply: where a pass that recursed too deeply is
+    located (the first of several equally deep ones)."""
+    best, best_depth = None, 0
+    for s in module.statements:
+        if isinstance(s, Definition):
+            d = depth(s.expr)
+            if d > best_depth:
+                best, best_depth = s, d
+    return best
+
+
+def too_deep(message: str, module: "Module | None") -> RaspError:
+    """The user error for a pass that recursed too deeply, located at the deepest definition."""
+    d = deepest_definition(module) if module is not None else None
+    return RaspError(message, d.span if d is not None else None, "split it into several definitions")
 
 
 def walk(node: object):

@@ -355,17 +355,32 @@ def _reasons(core: A.CoreProgram) -> list[Reason]:
 
 
 def _depths(core: A.CoreProgram) -> int:
+    """The counting depth of the program: nested counts along the deepest path (iterative: an
+    ``any(x, ...)`` over a large alphabet expands into a chain as long as the alphabet)."""
     depth: dict[str, int] = {}
 
-    def of(e) -> int:
-        if isinstance(e, A.Ref):
-            return depth.get(e.name, 0)
-        kids = _KIDS.get(type(e))
-        kids = kids(e) if kids is not None else A.children(e)
-        inner = max((of(c) for c in kids), default=0)
-        if isinstance(e, A.Count) and not (isinstance(e.guard, A.Rel) and local_offset(e.guard) == 0):
-            return inner + 1
-        return inner  # #[j == i] P is '1 if P else 0': no counting layer
+    def of(root) -> int:
+        value: dict[int, int] = {}  # id(node) -> its depth, once its children are done
+        stack = [(root, False)]
+        while stack:
+            e, done = stack.pop()
+            if not done and id(e) in value:  # a shared subtree
+                continue
+            if isinstance(e, A.Ref):
+                value[id(e)] = depth.get(e.name, 0)
+                continue
+            kids = _KIDS.get(type(e))
+            kids = kids(e) if kids is not None else A.children(e)
+            if not done:
+                stack.append((e, True))
+                stack.extend((c, False) for c in kids)
+                continue
+            inner = max((value[id(c)] for c in kids), default=0)
+            # #[j == i] P is '1 if P else 0': no counting layer
+            counts = isinstance(e, A.Count) and not (
+                isinstance(e.guard, A.Rel) and local_offset(e.guard) == 0)
+            value[id(e)] = inner + 1 if counts else inner
+        return value[id(root)]
 
     for d in core.defs:  # dependency order
         depth[d.name] = of(d.expr)
@@ -445,8 +460,8 @@ def check(program: Program, *, name: str | None = None, task=None, with_task: bo
     except RaspError as exc:  # a relation too large to analyse, located in the program
         raise exc.located(program.source, program.filename) from None
     except RecursionError:
-        raise RaspError("the program nests too deeply to analyse", None, "split it into several definitions",
-                        source=program.source, filename=program.filename) from None
+        raise A.too_deep("the program nests too deeply to analyse", program.module).located(
+            program.source, program.filename) from None
 
 
 def _check(program: Program, name: str | None, task, with_task: bool) -> Verdict:

@@ -4,8 +4,8 @@ Expansion is mechanical and preserves meaning exactly:
 
 * a family ``P[x, y] = e`` becomes one definition ``P[a,b]`` per tuple of data symbols, with the
   variables replaced by the symbols;
-* ``any(x, e)`` / ``all(x, e)`` / ``sum(x, e)`` become ``||`` / ``&&`` / ``+`` chains over the
-  data alphabet, in alphabet order;
+* ``any(x, e)`` / ``all(x, e)`` / ``sum(x, e)`` become ``||`` / ``&&`` / ``+`` over the data
+  alphabet, in alphabet order, as balanced trees (depth log2 of the alphabet size);
 * ``exists[g] P`` becomes ``#[g] P >= 1``; ``-C`` becomes ``-1 * C``;
 * imported predicates become their relations (:mod:`rasp.builtins`).
 
@@ -146,10 +146,14 @@ class _Expander:
         return A.Rel(builtins.BINARY[g.name], span=g.span)
 
     def chain(self, node_type, parts, span):
-        out = parts[0]
-        for p in parts[1:]:
-            out = node_type(out, p, span=span)
-        return out
+        """``p1 op p2 op ... op pn`` as a balanced tree (neighbours paired level by level): the
+        operands stay in order and the depth is log2(n), so passes that recurse over expressions
+        handle quantifiers over alphabets of any size (a left-nested chain over 2,000 symbols would
+        be 2,000 deep)."""
+        while len(parts) > 1:
+            parts = [node_type(parts[k], parts[k + 1], span=span) if k + 1 < len(parts) else parts[k]
+                     for k in range(0, len(parts), 2)]
+        return parts[0]
 
     def expr(self, e, env: dict[str, str]):
         x = lambda sub: self.expr(sub, env)  # noqa: E731

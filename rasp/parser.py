@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import (
     UnexpectedCharacters,
     UnexpectedEOF,
@@ -534,4 +534,25 @@ def parse_module(text: str, filename: str | None = None) -> A.Module:
     except VisitError as exc:
         if isinstance(exc.orig_exc, RaspError):
             raise exc.orig_exc.located(text, filename) from None
-        raise
+        if not isinstance(exc.orig_exc, RecursionError):  # (lark wraps what a rule's method raises)
+            raise
+    except RecursionError:
+        pass
+    raise RaspError("an expression is nested too deeply to process", _deepest_statement(tree),
+                    "split it into several definitions").located(text, filename) from None
+
+
+def _deepest_statement(tree: Tree) -> Span | None:
+    """The span of the statement whose parse tree nests most deeply (iteratively)."""
+    best, best_depth = None, 0
+    for stmt in tree.children:
+        if not isinstance(stmt, Tree):
+            continue
+        deepest, stack = 0, [(stmt, 1)]
+        while stack:
+            t, d = stack.pop()
+            deepest = max(deepest, d)
+            stack.extend((c, d + 1) for c in t.children if isinstance(c, Tree))
+        if deepest > best_depth:
+            best, best_depth = _span(stmt.meta), deepest
+    return best

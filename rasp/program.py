@@ -66,6 +66,9 @@ class Program:
                 core = expand(self.module, self.checked, alphabet)
         except RaspError as exc:
             raise exc.located(self.source, self.filename) from None
+        except RecursionError:
+            raise A.too_deep("an expression is nested too deeply to process", self.module).located(
+                self.source, self.filename) from None
         return Program(self.module, self.checked, core, self.source, self.filename)
 
     # -------------------------------------------------------------------- running
@@ -225,6 +228,7 @@ def token_columns(line: str) -> tuple[list[str], list[int]]:
 
 def parse(text: str, *, filename: str | None = None, alphabet: Iterable[str] | None = None) -> Program:
     """Parse, type-check and expand program text. Raises :class:`RaspError` on any user error."""
+    module = None
     try:
         with paused_gc():
             module = parse_module(text, filename)
@@ -233,8 +237,8 @@ def parse(text: str, *, filename: str | None = None, alphabet: Iterable[str] | N
     except RaspError as exc:
         raise exc.located(text, filename) from None
     except RecursionError:
-        raise RaspError("an expression is nested too deeply to process", None,
-                        "split it into several definitions", source=text, filename=filename) from None
+        raise A.too_deep("an expression is nested too deeply to process", module).located(
+            text, filename) from None
     return Program(module, checked, core, text, filename)
 
 

@@ -295,12 +295,32 @@ def test_subprocess_user_error_and_no_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_deep_nesting_is_a_user_error(tmp_path, capsys):
-    path = tmp_path / "deep.cr"
-    path.write_text('alphabet a b\nok = ' + "!" * 5000 + '"a"\n')
-    code, _, err = run_cli(capsys, "run", str(path), "a")
+DEEP = [  # (expression, the commands it is too deep for)
+    ("!" * 5000 + '"a"', {"run", "check", "compile"}),
+    (" || ".join(['"a"'] * 700), {"run", "check", "compile"}),
+    ("(" + '"a" if "b" else ' * 700 + '"a")', {"run", "check", "compile"}),  # (lark wrapped it: exit 1)
+    ('min(#"a", ' * 700 + '#"b"' + ")" * 700 + " > 0", {"run", "check", "compile"}),  # (the same)
+    ('#"a"' + ' + #"b"' * 400 + " > 0", {"compile"}),  # parses and runs; the compiler recurses deeper
+    ("exists " * 250 + '"a"', {"compile"}),
+]
+
+
+@pytest.mark.parametrize("command", ["run", "check", "compile"])
+@pytest.mark.parametrize("expr, too_deep", DEEP)
+def test_deep_nesting_is_a_located_user_error(tmp_path, capsys, command, expr, too_deep):
+    """An expression nested deeper than a pass can recurse: exit 2, located at the definition that
+    nests most deeply (line 3 here, not the shallow one before it)."""
+    path = tmp_path / "deep.rasp"
+    path.write_text('alphabet a b\nY = #"a" > 0\nok = ' + expr + "\nZ = ok\n")
+    argv = {"run": ["run", str(path), "a"], "check": ["check", str(path)],
+            "compile": ["compile", str(path), "-o", str(tmp_path / "out")]}[command]
+    code, out, err = run_cli(capsys, *argv)
+    if command not in too_deep:
+        assert code == 0, err
+        return
     assert code == 2, err
-    assert "nested too deeply" in err and "hint: " in err and "Traceback" not in err
+    assert err.startswith(f"{path}:3:1: error: ") and "deeply" in err, err
+    assert "hint: split it into several definitions" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("command", ["run", "check", "compile"])
@@ -333,13 +353,22 @@ def test_largest_constants_still_run(tmp_path, capsys):
     assert code == 0 and out.endswith("reject\n"), err  # 2^31 - 1 > 2^31 - 1: the boundary, false
 
 
-def test_check_nested_too_deeply_is_a_user_error(tmp_path, capsys):
-    """`rasp check` on a program nested deeper than the analysis can recurse: exit 2 (was exit 1)."""
+def test_check_nested_too_deeply_is_a_user_error(tmp_path, capsys, monkeypatch):
+    """`rasp check` when its analysis recurses too deeply (every program that parses is analysed
+    iteratively now, so the recursion is simulated): exit 2 (was exit 1), located at the deepest
+    definition."""
+    import rasp.checker
+
+    def deep(*a, **k):
+        raise RecursionError
+
+    monkeypatch.setattr(rasp.checker, "_depths", deep)
     path = tmp_path / "deep.rasp"
-    path.write_text('alphabet a b\nX = ' + "exists " * 400 + '"a"\n')
+    path.write_text('alphabet a b\nY = "a"\nX = ' + "exists " * 40 + '"a"\n')
     code, _, err = run_cli(capsys, "check", str(path))
     assert code == 2, err
-    assert "nests too deeply" in err and "hint: " in err and "Traceback" not in err
+    assert err.startswith(f"{path}:3:1: error: the program nests too deeply to analyse"), err
+    assert "hint: " in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("text, where, what", [
