@@ -26,7 +26,7 @@ from rasp import ast as A
 from rasp.ast import OUTPUT_KINDS
 from rasp.errors import RaspError
 from rasp.gcpause import paused_gc
-from rasp.program import Program, check_batch, default_max_new, load as load_program, parse
+from rasp.program import Program, check_batch, generation_limits, load as load_program, parse
 from rasp.rewrite import rewrite_core
 
 from .alloc import allocate
@@ -238,7 +238,7 @@ class CompiledModel:
         kind = self.kind
         if kind == "generate":
             seqs = [self.encode(t) for t in inputs]
-            limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+            limits = generation_limits(seqs, max_new)
             m = self.model(device, dtype)
             gen = m.generate(seqs, limits, backend)
             return [[self.symbols[k] for k in g] for g in gen]

@@ -36,7 +36,7 @@ import torch
 from rasp.errors import RaspError
 from rasp.interp import evaluate, make_batch
 from rasp.memory import free_host_bytes
-from rasp.program import Program, default_max_new
+from rasp.program import Program, generation_limits
 
 from .api import CompiledModel
 from .model import dtype_name, resolve_dtype
@@ -156,7 +156,7 @@ def check_inputs(model: CompiledModel, inputs: list, targets: list, *, device=No
     dev = str(model.model(device, dtype).device)
     sync = (lambda: torch.cuda.synchronize()) if dev.startswith("cuda") else (lambda: None)
     if kind == "generate":
-        limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+        limits = generation_limits(seqs, max_new)
         sync()
         t0 = time.perf_counter()
         gen = model.model(device, dtype).generate([list(map(int, s)) for s in seqs], limits, backend)

@@ -136,7 +136,7 @@ class Program:
         there) and stream the rest; large ones stream from the start. Both give the same tokens."""
         from . import stream
 
-        limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+        limits = generation_limits(seqs, max_new)
         if not stream.supports(self):
             return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
         k = REEVALUATE_STEPS if len(self.core.defs) <= REEVALUATE_MAX_DEFS else 0
@@ -151,7 +151,7 @@ class Program:
 
     def _generate_reevaluate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
         """Greedy decoding by re-evaluating the whole program after every generated token."""
-        limits = [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+        limits = generation_limits(seqs, max_new)
         return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
 
     def _ids_to_symbols(self, generated: list[list[int]]) -> list[list[str]]:
@@ -190,6 +190,11 @@ REEVALUATE_MAX_DEFS = 2000
 def default_max_new(n: int) -> int:
     """Generation cap when none is given: twice the prompt plus 8 (a copy needs at most the prompt)."""
     return 2 * n + 8
+
+
+def generation_limits(seqs, max_new: int | None) -> list[int]:
+    """The generation cap of each prompt: ``max_new``, or :func:`default_max_new` of its length."""
+    return [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
 
 
 def split_tokens(tokens: Tokens) -> list[str]:

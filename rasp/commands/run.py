@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import RaspError
-from ..program import default_max_new
+from ..program import generation_limits
 from ..trace import trace_html, trace_text
 from ._common import add_alphabet_option, add_json_option, encode_located, load_program, read_inputs
 
@@ -63,10 +63,10 @@ def run(args: argparse.Namespace) -> int:
             raise RaspError(f"cannot write the trace to {path}: {exc.strerror}",
                             hint="check that the folder exists and is writable") from None
     cut = 0  # generations that reached the cap: more tokens might have followed
-    for toks, out in zip(inputs, outputs):
+    caps = generation_limits(inputs, args.max_new)
+    for toks, out, cap in zip(inputs, outputs, caps):
         record = {"tokens": toks, "output": out, "kind": program.output_kind}
         if program.output_kind == "generate":
-            cap = default_max_new(len(toks)) if args.max_new is None else args.max_new
             record["truncated"] = len(out) >= cap
             cut += record["truncated"]
         if args.json:
