@@ -522,7 +522,7 @@ def depth(node: object) -> int:
     return deepest
 
 
-def deepest_definition(module: "Module") -> "Definition | None":
+def deepest_definition(module: Module) -> Definition | None:
     """The definition whose expression nests most deeply: where a pass that recursed too deeply is
     located (the first of several equally deep ones)."""
     best, best_depth = None, 0
@@ -534,7 +534,7 @@ def deepest_definition(module: "Module") -> "Definition | None":
     return best
 
 
-def too_deep(message: str, module: "Module | None") -> RaspError:
+def too_deep(message: str, module: Module | None) -> RaspError:
     """The user error for a pass that recursed too deeply, located at the deepest definition."""
     d = deepest_definition(module) if module is not None else None
     return RaspError(message, d.span if d is not None else None, "split it into several definitions")

@@ -355,8 +355,8 @@ def _reasons(core: A.CoreProgram) -> list[Reason]:
 
 
 def _depths(core: A.CoreProgram) -> int:
-    """The counting depth of the program: nested counts along the deepest path (iterative: an
-    ``any(x, ...)`` over a large alphabet expands into a chain as long as the alphabet)."""
+    """The counting depth of the program: nested counts along the deepest path (iterative, so every
+    program the parser accepts is analysed)."""
     depth: dict[str, int] = {}
 
     def of(root) -> int:
