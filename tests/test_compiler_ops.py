@@ -4,6 +4,7 @@ bfloat16, and located errors for programs outside the class."""
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import re
 import warnings
@@ -144,6 +145,59 @@ OK = D == 0 && NEG == 0
 DEEP = #(#(#"a" > #"b") > #"b") >= 2
 CH = (("a" || NEG > 0) && (D > 1 || "b")) || (OK && !"a") || (DEEP && D != 3)
 """)
+
+
+def test_exclusivity_negations_and_compound_tests():
+    """Programs that reach the graph pass's less common paths (each was found by mutation testing:
+    a deliberately broken line there passed every other compiler test):
+    exclusivity of a token with a negated token (X1) and of forms that require the same token (X2);
+    periodic literals whose periods' lcm exceeds PERIOD_CAP (71 * 73, treated as not exclusive);
+    count conditionals whose test is a negation or an and/or of tokens (C1, C2, C3); constants
+    and negated literals in the local part of an atom (``#[j == i] true``, ``#[j == i] !"a"``);
+    ``min``/``max`` compared with ``==`` a nonzero constant; the and of two negated multi-term
+    forms (NPR); counts of bare periodic literals (the BOS position must not count)."""
+    agree_everywhere("""
+alphabet a b c
+X1 = "a" || !"b"
+OK1 = #X1 == #"a" + #"c"
+C1 = (#"a" if !"a" else #"b") + (#"b" if "a" else #"c") >= 1
+C2 = (#"a" if "a" && "b" else #"b") + (#"c" if "a" || "b" else 0) >= 1
+C3 = (#"a" if "a" || "b" else #"b") >= 1
+""")
+    agree_everywhere("""
+alphabet a b
+P = pos[i % 71 == 0] || pos[i % 73 == 0]
+OKP = #P == 1
+X2 = ("a" && #"b" > 0) || ("a" && #"b" > 1)
+OK2 = #X2 == #("a" && #"b" > 0)
+L1 = #"a" + #[j == i] true >= 2
+L2 = #"b" + #[j == i] !"a" >= 2
+M1 = min(#"a", #"b") == 1
+M2 = max(#"a", #"b") == 2
+PC = #pos[i % 2 == 1] > #pos[i % 2 == 0]
+PC3 = #(pos[i % 3 == 2]) >= 1
+""", lengths=(1, 2, 3, 4, 5, 7, 9, 12, 30, 200, 400))
+    agree_everywhere("""
+alphabet a b c d
+P = ("a" && #"b" > 1) || ("b" && #"a" > 1)
+R = ("c" && #"a" > 2) || ("d" && #"b" > 2)
+NPR = !P && !R
+""")
+
+
+def test_generator_prompt_shorter_than_its_local_offset():
+    """Cached decoding of a generator whose local head looks 2 back, from prompts of 1 and 2 tokens:
+    the cache starts with BOS's value where the offset reaches before the input (every prompt of up
+    to 3 tokens, against the interpreter)."""
+    p = rasp.parse('alphabet a b\nspecial "<s>"\n'
+                   'NEXT[x] = (!Q[x] if exists[j == i - 2] "b" else Q[x]) && !Q["<s>"]\n'
+                   "output generate NEXT\n")
+    m = compiler.compile(p)
+    prompts = [list(t) for n in (1, 2, 3) for t in itertools.product(p.symbols, repeat=n)]
+    for dtype in ("float32", "float64"):
+        same, _, _, _, _ = V.check_inputs(m, prompts, [None] * len(prompts), dtype=dtype, max_new=6)
+        assert all(same), (dtype, prompts[same.index(False)])
+    assert m.run(["b"], max_new=4) == rasp.run(p, ["b"], max_new=4)
 
 
 def test_families_and_three_output_kinds():
@@ -499,7 +553,8 @@ def test_periodic_exclusivity_matches_brute_force():
 
     b = _Builder(rasp.parse('alphabet a\nX = "a"').core)
     lits = []
-    for M, residues in ((2, {1}), (3, {2}), (4, {1, 3}), (6, {0, 3}), (5, {0}), (12, {1, 5, 7})):
+    for M, residues in ((2, {1}), (3, {2}), (4, {1, 3}), (6, {0, 3}), (5, {0}), (12, {1, 5, 7}), (71, {0}),
+                        (73, {0})):  # (71 and 73: lcm beyond PERIOD_CAP, never called exclusive)
         lit = b.periodic(M, frozenset(residues))
         lits += [lit, B.flip(lit)]
     for x in lits:
@@ -507,7 +562,8 @@ def test_periodic_exclusivity_matches_brute_force():
             def holds(l, i):
                 p = b.nodes[l[0]].params
                 return (i % p["period"] in p["residues"]) != l[1]
-            truth = not any(holds(x, i) and holds(y, i) for i in range(60))
+            period = math.lcm(b.nodes[x[0]].params["period"], b.nodes[y[0]].params["period"])
+            truth = not any(holds(x, i) and holds(y, i) for i in range(period))
             assert b.exclusive(x, y) == truth, (b.lit_name(x), b.lit_name(y))
 
 
@@ -531,6 +587,9 @@ def test_exact_dtypes_on_synthetic_weights():
     assert exact_dtypes(tensors(65536.0)) == ["float64", "float32", "bfloat16"]
     assert "bfloat16" in exact_dtypes(tensors(1.0, row=[1.0, -127.5]))   # |value| <= 127.5
     assert "bfloat16" not in exact_dtypes(tensors(1.0, row=[100.0, 100.0, -0.5]))  # up to 200
+    assert "bfloat16" not in exact_dtypes(tensors(1.0, row=[-100.0, -100.0, 0.5]))  # down to -200
+    assert "bfloat16" in exact_dtypes(tensors(1.0, row=[100.0, 28.0]))  # 128: the bound itself fits
+    assert "bfloat16" not in exact_dtypes(tensors(1.0, row=[100.0, 28.5]))  # 128.5 does not
 
 
 def test_constant_127_is_exact_in_bfloat16():
