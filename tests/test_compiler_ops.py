@@ -527,6 +527,15 @@ def test_layers_size_and_labels():
     enc = {r["label"]: r["encoding"] for r in m.config["residual"]}
     assert enc["D < 0"] == "bool" and enc["bos"] == "flag"
     assert any(e == "frac" for e in enc.values())
+    # the sparse weights hold no explicit zeros, so "nonzero" counts what it says
+    assert all(np.all(vals != 0) for _, _, vals in m._weights.values())
+    assert s["nonzero"] == sum(len(vals) for _, _, vals in m._weights.values())
+    from compiler.weights import COO
+
+    w = COO(2, 3)  # entries written twice are summed; those that cancel are dropped
+    w.add((0, 1), 1.5), w.add((1, 2), 2.0), w.add((0, 1), -1.5), w.add((1, 2), 1.0)
+    shape, idx, vals = w.arrays()
+    assert shape == (2, 3) and idx.tolist() == [[1], [2]] and vals.tolist() == [3.0]
     # the residual stream holds exactly what the labels say
     res = m.residual("( ( ) ) )", dtype="float64")
     col = labels.index("D < 0")
