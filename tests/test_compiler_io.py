@@ -225,6 +225,10 @@ def test_too_deep_programs_are_user_errors(monkeypatch):
         m.setattr(raspl._Lowerer, "run", deep)
         with pytest.raises(rasp.RaspError, match="nests too deeply"):
             compile_raspl(mode, max_length=8)
+    with monkeypatch.context() as m:  # the lowered program's own type check (long token disjunctions)
+        m.setattr(raspl, "check_module", deep)
+        with pytest.raises(rasp.RaspError, match="nests too deeply"):
+            compile_raspl(mode, max_length=8)
     with monkeypatch.context() as m:
         m.setattr(api, "build_graph", deep)
         with pytest.raises(rasp.RaspError, match="nests too deeply"):
