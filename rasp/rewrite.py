@@ -116,18 +116,18 @@ def local_offset(g) -> int | None:
 
 
 def residue_pred(M: int, residues) -> A.Expr | None:
-    """``pos[i % M == r1 || i % M == r2 ...]``, or None when the set is every residue."""
+    """``pos[i % M == r1 || i % M == r2 ...]``, or None when the set is every residue. The ``||`` form a
+    balanced tree (a class of hundreds of residues would otherwise nest hundreds deep)."""
     residues = sorted(int(r) for r in residues)
     if len(residues) == M:
         return None
     if not residues:
         return A.BoolConst(False)
     mod = A.PBin("%", A.PVar("i"), A.PInt(M))
-    rel = None
-    for r in residues:
-        atom = A.PCmp("==", mod, A.PInt(r))
-        rel = atom if rel is None else A.POr(rel, atom)
-    return A.PosPred(A.Rel(rel))
+    parts = [A.PCmp("==", mod, A.PInt(r)) for r in residues]
+    while len(parts) > 1:
+        parts = [A.POr(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k] for k in range(0, len(parts), 2)]
+    return A.PosPred(A.Rel(parts[0]))
 
 
 def _and(p, q):
@@ -165,11 +165,11 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
                         getattr(rel, "span", None), "use a narrower window")
     if M <= BRANCH_CAP:
         groups = [[ri] for ri in range(M)]  # one branch per residue of i
-    else:  # residues of i whose branches are equal (the same table rows) share one: #[j % 300 == 0] P
-        by_rows: dict[tuple, list[int]] = {}
+    else:  # residues of i whose branches are equal share one: #[j % 300 == 0] P
+        by_branch: dict[tuple, list[int]] = {}
         for ri in range(M):
-            by_rows.setdefault((t.far[ri].tobytes(), t.local[ri].tobytes()), []).append(ri)
-        groups = list(by_rows.values())
+            by_branch.setdefault((t.far[ri].tobytes(), _corrections(t, ri).tobytes()), []).append(ri)
+        groups = list(by_branch.values())
         if len(groups) > BRANCH_CAP:
             raise RaspError(f"this count's relation has period {M:,} and {len(groups):,} different branches, one per "
                             f"class of residues of i (at most {BRANCH_CAP}); too large to analyse or compile",
@@ -181,18 +181,25 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     return out
 
 
+def _corrections(t: RegularTable, ri: int) -> np.ndarray:
+    """For each offset d < T, the window's value at i = ri (mod M), j = i - d minus the far count's
+    (which counts j there when (ri - d) mod M is a far residue): -1, 0 or 1. A branch is its far row
+    and these; two residues with equal table rows can still differ here (``j % 300 == 0 || i - j == 1
+    && i % 300 == 5``: at ri = 1 the far count already holds j = i - 1, at ri = 5 it does not)."""
+    d = np.arange(t.window)
+    return t.local[ri].astype(np.int8) - t.far[ri][(ri - d) % t.period].astype(np.int8)
+
+
 def _branch(t: RegularTable, ri: int, body: A.Expr) -> A.Expr:
     """``#[rel] body`` at positions i = ri (mod M): a count of the j in the far residues S plus, for
     each offset d < T, the local correction where the window's value differs from the far one."""
-    M, T = t.period, t.window
+    M = t.period
     S = np.flatnonzero(t.far[ri])
     terms: list[tuple[int, A.Expr]] = []
     if len(S):
         pred = residue_pred(M, S)
         terms.append((1, A.Count(None, _and(body, pred) if pred is not None else body)))
-    in_S = set(int(s) for s in S)
-    for d in range(T):
-        k = int(t.local[ri, d]) - int((ri - d) % M in in_S)
+    for d, k in enumerate(_corrections(t, ri).tolist()):
         if k:
             terms.append((k, A.Count(local_guard(d), body)))
     return _sum(terms)
