@@ -483,3 +483,61 @@ def test_readme_check_section_output_is_current(monkeypatch, capsys):
         assert capsys.readouterr().out == shown, command
         commands += 1
     assert commands == 5
+
+
+#: guards that combine a linear term in i - j with a residue, a negation, a negative factor or a
+#: fraction, and periods of 3 with window corrections (mutation testing found the guard analysis and
+#: the rewrite untested there): (guard, fragment, local offsets, periods)
+GUARD_SHAPES = [
+    ("j >= 0 && i - j == 1 && i % 3 == 0", PL, (1,), (3,)),
+    ("(i - j) % 3 == 2 || i - j == 1", PL, (1,), (3,)),
+    ("j % 3 == 0 || i - j == 1 && i % 3 == 2", PL, (1,), (3,)),
+    ("j == j - 1", C, (), ()),
+    ("-(j % 3) + i - j <= 1", PL, (1, 2, 3), (3,)),
+    ("i - j - j % 3 <= 1", PL, (1, 2, 3), (3,)),
+    ("i - j + -2 * (j % 3) <= 1", PL, (1, 2, 3, 4, 5), (3,)),
+    ("((i - j) / 4) % 2 == 0", P, (), (8,)),
+    ("i - 2 * j <= 0", "none", (), ()),
+]
+
+
+@pytest.mark.parametrize("guard, fragment, offsets, periods", GUARD_SHAPES, ids=[g for g, *_ in GUARD_SHAPES])
+def test_guard_shapes_verdict_interpreter_and_rewrite(guard, fragment, offsets, periods):
+    """The verdict, and the count's value at every position under the interpreter, the naive evaluator
+    (written from the definitions) and, in the class, the rewritten normal form."""
+    from naive import naive_values
+    from rasp.interp import evaluate, make_batch
+
+    p = rasp.parse(f'alphabet a b\nX = #[{guard}] "a"\nOUT = X >= 2\n')
+    v = check(p, with_task=False)
+    assert (v.fragment, v.local_offsets, v.periods) == (fragment, offsets, periods)
+    normal = rewrite_core(p.core) if v.in_class else None
+    rng = np.random.default_rng(0)
+    for toks in [["a"] * 13] + [[str(s) for s in rng.choice(["a", "b"], size=n)] for n in (5, 17, 40)]:
+        batch = make_batch([p.encode(toks)])
+        want = naive_values(p.core, toks)["X"]
+        assert list(evaluate(p.core, batch)["X"][0, : len(toks)]) == want, toks
+        if normal is not None:
+            assert list(evaluate(normal, batch)["X"][0, : len(toks)]) == want, toks
+
+
+def test_depth_is_the_deepest_definition_and_rewrites_reach_map_arguments():
+    p = rasp.parse('alphabet a b\nX = #(#"a" >= 1) >= 1\nY = #"b" >= 1\n')  # the last is not the deepest
+    assert check(p, with_task=False).depth == 2
+    p = rasp.parse('alphabet a b\nS = seqmap((x, y) -> x + y, #[j <= i - 2] "a", #"b")\nY = S >= 1\n')
+    text = rewritten_program(p).source
+    assert "j <= i - 2" not in text and '#[j == i - 1] "a"' in text
+
+
+@pytest.mark.parametrize("guard, refused", [
+    ("i - j <= 255", None), ("i - j <= 256", "a window of 257 offsets"),
+    ("(i - j) % 256 == 0", None), ("(i - j) % 257 == 0", "257 different branches"),
+])
+def test_branch_cap_boundaries(guard, refused):
+    """BRANCH_CAP (256) is the most window offsets and the most branches a normal form may have."""
+    p = rasp.parse(f'alphabet a b\nX = #[{guard}] "a" >= 1\n')
+    if refused is None:
+        assert check(p, with_task=False).in_class
+    else:
+        with pytest.raises(rasp.RaspError, match=refused):
+            check(p, with_task=False)
