@@ -512,6 +512,15 @@ def children(node: object) -> tuple:
     return get(node) if get is not None else ()
 
 
+def balanced(join, parts: list):
+    """``parts[0] op parts[1] op ... op parts[-1]`` as a balanced tree of ``join(left, right)``
+    (neighbours paired level by level): the operands stay in order and the depth is log2 of their
+    number, so passes that recurse over expressions handle thousands of operands."""
+    while len(parts) > 1:
+        parts = [join(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k] for k in range(0, len(parts), 2)]
+    return parts[0]
+
+
 def depth(node: object) -> int:
     """How deeply an expression nests (1 for a leaf; sub-expressions, not guards), iteratively."""
     deepest, stack = 0, [(node, 1)]

@@ -146,14 +146,9 @@ class _Expander:
         return A.Rel(builtins.BINARY[g.name], span=g.span)
 
     def chain(self, node_type, parts, span):
-        """``p1 op p2 op ... op pn`` as a balanced tree (neighbours paired level by level): the
-        operands stay in order and the depth is log2(n), so passes that recurse over expressions
-        handle quantifiers over alphabets of any size (a left-nested chain over 2,000 symbols would
-        be 2,000 deep)."""
-        while len(parts) > 1:
-            parts = [node_type(parts[k], parts[k + 1], span=span) if k + 1 < len(parts) else parts[k]
-                     for k in range(0, len(parts), 2)]
-        return parts[0]
+        """``p1 op p2 op ... op pn``, balanced (a left-nested chain over 2,000 symbols would be 2,000
+        deep)."""
+        return A.balanced(lambda a, b: node_type(a, b, span=span), parts)
 
     def expr(self, e, env: dict[str, str]):
         x = lambda sub: self.expr(sub, env)  # noqa: E731

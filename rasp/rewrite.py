@@ -124,10 +124,7 @@ def residue_pred(M: int, residues) -> A.Expr | None:
     if not residues:
         return A.BoolConst(False)
     mod = A.PBin("%", A.PVar("i"), A.PInt(M))
-    parts = [A.PCmp("==", mod, A.PInt(r)) for r in residues]
-    while len(parts) > 1:
-        parts = [A.POr(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k] for k in range(0, len(parts), 2)]
-    return A.PosPred(A.Rel(parts[0]))
+    return A.PosPred(A.Rel(A.balanced(A.POr, [A.PCmp("==", mod, A.PInt(r)) for r in residues])))
 
 
 def _and(p, q):
