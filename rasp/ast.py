@@ -521,13 +521,15 @@ def balanced(join, parts: list):
     return parts[0]
 
 
-def depth(node: object) -> int:
-    """How deeply an expression nests (1 for a leaf; sub-expressions, not guards), iteratively."""
+def depth(node: object, kids=None) -> int:
+    """How deeply a tree nests (1 for a leaf), iteratively; ``kids`` gives a node's children (default
+    :func:`children`: an expression's sub-expressions, not guards)."""
+    kids = kids or children
     deepest, stack = 0, [(node, 1)]
     while stack:
         n, d = stack.pop()
         deepest = max(deepest, d)
-        stack.extend((c, d + 1) for c in children(n))
+        stack.extend((c, d + 1) for c in kids(n))
     return deepest
 
 

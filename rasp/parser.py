@@ -546,13 +546,8 @@ def _deepest_statement(tree: Tree) -> Span | None:
     """The span of the statement whose parse tree nests most deeply (iteratively)."""
     best, best_depth = None, 0
     for stmt in tree.children:
-        if not isinstance(stmt, Tree):
-            continue
-        deepest, stack = 0, [(stmt, 1)]
-        while stack:
-            t, d = stack.pop()
-            deepest = max(deepest, d)
-            stack.extend((c, d + 1) for c in t.children if isinstance(c, Tree))
-        if deepest > best_depth:
-            best, best_depth = _span(stmt.meta), deepest
+        if isinstance(stmt, Tree):
+            d = A.depth(stmt, lambda t: [c for c in t.children if isinstance(c, Tree)])
+            if d > best_depth:
+                best, best_depth = _span(stmt.meta), d
     return best
