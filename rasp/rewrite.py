@@ -68,7 +68,7 @@ def regular_table(rel: A.PosExpr) -> RegularTable | None:
         raise RaspError(f"this relation has period {M:,} and window {T:,}: its normal form needs tables of "
                         f"{table_cells(form):,} entries (at most {TABLE_CAP:,}), and about as many operations; "
                         "too large to analyse", getattr(rel, "span", None),
-                        "use a smaller period or window (the normal form has one branch per residue of i)")
+                        "use a smaller period or window (the normal form has a branch per class of residues of i)")
     local, far = _tables(rel, T, M)
     # smallest period p | M consistent with both tables
     for p in range(1, M + 1):
@@ -160,17 +160,15 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
         raise RaspError(f"this count's relation has a window of {T:,} offsets: its normal form sums one local count "
                         f"per offset (at most {BRANCH_CAP}); too large to analyse or compile",
                         getattr(rel, "span", None), "use a narrower window")
-    if M <= BRANCH_CAP:
-        groups = [[ri] for ri in range(M)]  # one branch per residue of i
-    else:  # residues of i whose branches are equal share one: #[j % 300 == 0] P
-        by_branch: dict[tuple, list[int]] = {}
-        for ri in range(M):
-            by_branch.setdefault((t.far[ri].tobytes(), _corrections(t, ri).tobytes()), []).append(ri)
-        groups = list(by_branch.values())
-        if len(groups) > BRANCH_CAP:
-            raise RaspError(f"this count's relation has period {M:,} and {len(groups):,} different branches, one per "
-                            f"class of residues of i (at most {BRANCH_CAP}); too large to analyse or compile",
-                            getattr(rel, "span", None), "use a smaller period")
+    # residues of i whose branches are equal share one (#[j % 300 == 0] P is one branch)
+    by_branch: dict[tuple, list[int]] = {}
+    for ri in range(M):
+        by_branch.setdefault((t.far[ri].tobytes(), _corrections(t, ri).tobytes()), []).append(ri)
+    groups = list(by_branch.values())
+    if len(groups) > BRANCH_CAP:
+        raise RaspError(f"this count's relation has period {M:,} and {len(groups):,} different branches, one per "
+                        f"class of residues of i (at most {BRANCH_CAP}); too large to analyse or compile",
+                        getattr(rel, "span", None), "use a smaller period")
     branches = [_branch(t, g[0], body) for g in groups]
     out = branches[-1]
     for g, branch in zip(reversed(groups[:-1]), reversed(branches[:-1])):

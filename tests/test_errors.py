@@ -431,7 +431,7 @@ def test_large_periods_that_stay_small(text, tmp_path, capsys):
 
 @pytest.mark.parametrize("M", [300, 1000])
 def test_merged_residues_keep_their_local_corrections(M):
-    """Above period 256 residues of i whose branches are equal share one branch. Equal table rows are
+    """Residues of i whose branches are equal share one branch. Equal table rows are
     not enough: at i = 1 (mod M) the far count ``j % M == 0`` already holds j = i - 1, at i = 5 it does
     not, so only residue 5 needs the local count ``#[j == i - 1]``. Grouping by table rows merged them
     and dropped it (model and checker alike: the verdict said C-RASP[periodic], the model disagreed
