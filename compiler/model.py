@@ -441,11 +441,17 @@ class CompiledTransformer(nn.Module):
 
     # ------------------------------------------------------------------ generation
     @torch.no_grad()
-    def generate(self, seqs: list[list[int]], limits: list[int], backend: str = "auto") -> list[list[int]]:
+    def generate(self, seqs: list[list[int]], limits: list[int], backend: str = "auto",
+                 prompt_outputs: list | None = None) -> list[list[int]]:
         """Greedy decoding: append the first output index whose bool holds at the last position
-        (output k belongs to token id k), until none holds or ``limits[r]`` tokens were added."""
+        (output k belongs to token id k), until none holds or ``limits[r]`` tokens were added.
+
+        ``prompt_outputs``, when a list, receives each prompt's output bools at every prompt position
+        ((n_r, n_outputs) NumPy arrays, in the order of ``seqs``), read from the prefill's residual:
+        what :meth:`forward` returns for the prompt, without running the prompt a second time."""
         backend = self.pick_backend(backend)
         B = len(seqs)
+        prompt_bools: list = [None] * B
         # prefill in groups of similar length (padding a short prompt to a long one wastes memory)
         lasts, states, order = [], [], []
         for group in length_groups([len(s) for s in seqs]):
@@ -458,6 +464,10 @@ class CompiledTransformer(nn.Module):
             x = self.residual_fm(ids, backend, collect)
             rows = torch.arange(len(group), device=self.device)
             lasts.append(x[rows, :, lengths])  # the last token sits at t = length: (group, d)
+            if prompt_outputs is not None:
+                bools = (self.readout.W_U.apply(x[:, :, 1:]) > 0.5).transpose(1, 2).cpu().numpy()
+                for k, r in enumerate(group):
+                    prompt_bools[r] = bools[k, : len(seqs[r])]
             states.append(self._prefill_state(collect, lengths))
             order += group
             del x, collect
@@ -490,6 +500,8 @@ class CompiledTransformer(nn.Module):
             active = [active[k] for k in keep]
             t = t[sel] + 1
             last = self._step(state, torch.as_tensor(toks, device=self.device), t)
+        if prompt_outputs is not None:
+            prompt_outputs.extend(prompt_bools)
         return generated
 
     def _prefill_state(self, collect: list, lengths: torch.Tensor) -> list:

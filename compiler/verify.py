@@ -159,10 +159,11 @@ def check_inputs(model: CompiledModel, inputs: list, targets: list, *, device=No
         limits = generation_limits(seqs, max_new)
         sync()
         t0 = time.perf_counter()
-        gen = model.model(device, dtype).generate([list(map(int, s)) for s in seqs], limits, backend)
-        # and the output bools at every prompt position, as for acceptors: a prompt that never triggers
-        # generation (no separator in it) would otherwise compare nothing
-        prompt_outs = model.outputs(inputs, device=device, dtype=dtype, backend=backend)
+        # and the output bools at every prompt position, as for acceptors (read from the prefill): a
+        # prompt that never triggers generation (no separator in it) would otherwise compare nothing
+        prompt_outs: list = []
+        gen = model.model(device, dtype).generate([list(map(int, s)) for s in seqs], limits, backend,
+                                                  prompt_outputs=prompt_outs)
         sync()
         t_model = time.perf_counter() - t0
         t0 = time.perf_counter()

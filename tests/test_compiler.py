@@ -150,6 +150,26 @@ def test_cached_generation_equals_recomputation(path):
 
 
 @pytest.mark.parametrize("path", GENERATORS, ids=lambda p: p.name)
+def test_prefill_prompt_outputs_equal_the_forward(path):
+    """Verification reads a generator's output bools at every prompt position from generation's
+    prefill (``prompt_outputs``) instead of a second forward: they are the forward's, for prompts of
+    several lengths in one batch (several length groups, padded rows) and in each backend."""
+    model = _compiled(path)
+    if model is None:
+        pytest.skip("not in the class")
+    rng = np.random.default_rng(4)
+    prompts = [[str(s) for s in rng.choice(list(model.symbols), size=n)] for n in (1, 2, 5, 7, 16, 40)]
+    seqs = [model.encode(t) for t in prompts]
+    for dtype, backend in (("float64", "dense"), ("float32", "scan"), ("float32", "sdpa"), ("bfloat16", "scan")):
+        got: list = []
+        gen = model.model("cpu", dtype).generate(seqs, [3] * len(seqs), backend, prompt_outputs=got)
+        want = model.outputs(prompts, dtype=dtype, backend=backend)
+        assert len(got) == len(prompts) and len(gen) == len(prompts)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and np.array_equal(g, w), (dtype, backend)
+
+
+@pytest.mark.parametrize("path", GENERATORS, ids=lambda p: p.name)
 def test_cached_steps_compute_the_dense_residual(path):
     """The key/value cache is a fast path too: prefill a prompt of 1 to 3 tokens, then feed the rest of
     the input one token at a time through the cached step; the residual at every new position is

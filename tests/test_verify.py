@@ -33,8 +33,8 @@ def _tampered(monkeypatch, change):
     """Make every compiled model's cached generation return ``change(generated ids)``."""
     original = CompiledTransformer.generate
 
-    def generate(self, seqs, limits, backend="auto"):
-        return [change(g) for g in original(self, seqs, limits, backend)]
+    def generate(self, seqs, limits, backend="auto", prompt_outputs=None):
+        return [change(g) for g in original(self, seqs, limits, backend, prompt_outputs)]
 
     monkeypatch.setattr(CompiledTransformer, "generate", generate)
 
