@@ -35,7 +35,7 @@ from compiler.bounded import compile_raspl  # noqa: E402
 from rasp.checker import check  # noqa: E402
 from rasp.errors import RaspError  # noqa: E402
 
-PASSES = ["lower", "rewrite", "graph", "plan", "alloc", "weights"]
+PASSES = ["lower", "rewrite", "graph", "plan", "alloc", "weights", "config", "gc"]
 
 
 def measure(program, repeats: int) -> dict:

@@ -14,6 +14,7 @@ Files written by :meth:`CompiledModel.save` (read by :func:`load`, which never u
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import time
@@ -70,20 +71,36 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
         alloc = allocate(plan)
         lap("alloc")
         arch, tensors = build_weights(plan, alloc)
-        exact_in = exact_dtypes(tensors)
-        for spec, layer in zip(arch["layers"], plan.layers):
-            for h, node in zip(spec["heads"], layer.heads):
-                h["label"] = graph.nodes[node].label
-                h["dim"] = alloc.index[node]
         lap("weights")
+        config = model_config(program, graph, plan, alloc, arch, tensors)
+        lap("config")
+        # the graph and the plan (an object per residual dimension) are garbage now: reference
+        # counting frees them here, so the collector does not scan them when it resumes
+        del core, graph, plan, alloc
+    # the collector's first run after the pause scans what the pause let pile up: it belongs to
+    # compiling (it would otherwise run at the caller's next allocation)
+    gc.collect(0)
+    lap("gc")
     seconds = time.perf_counter() - t0
+    # the nn.Module is built when first used (CompiledModel.module): printing the size or saving
+    # the weights needs neither it nor PyTorch, whose import alone takes seconds
+    return CompiledModel(config, None, program, compile_seconds=seconds, compile_passes=passes, weights=tensors)
+
+
+def model_config(program: Program, graph, plan, alloc, arch: dict, tensors: dict) -> dict:
+    """config.json of a compiled model: what the passes made, in words and numbers (the head labels
+    and residual dimensions are filled into ``arch``)."""
+    for spec, layer in zip(arch["layers"], plan.layers):
+        for h, node in zip(spec["heads"], layer.heads):
+            h["label"] = graph.nodes[node].label
+            h["dim"] = alloc.index[node]
     definitions = {}
     for name, how in graph.definitions.items():
         if " node " in how:
             node = int(how.rsplit(" ", 1)[1])
             how = how.replace(f"node {node}", f"dim {alloc.index[node]}")
         definitions[name] = how
-    config = {
+    return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "compiler_version": COMPILER_VERSION,
@@ -99,7 +116,7 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
         "residual": [{"index": k, "label": lab, "encoding": enc}
                      for k, (lab, enc) in enumerate(zip(alloc.labels, alloc.encodings))],
         "definitions": definitions,
-        "exact_dtypes": exact_in,
+        "exact_dtypes": exact_dtypes(tensors),
         "size": {
             "layers": len(plan.layers),
             "heads": plan.n_heads,
@@ -110,9 +127,6 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
             "nonzero": int(sum(len(vals) for _, _, vals in tensors.values())),
         },
     }
-    # the nn.Module is built when first used (CompiledModel.module): printing the size or saving
-    # the weights needs neither it nor PyTorch, whose import alone takes seconds
-    return CompiledModel(config, None, program, compile_seconds=seconds, compile_passes=passes, weights=tensors)
 
 
 class CompiledModel:

@@ -103,6 +103,11 @@ def _nodes(e):
 
 def uses_raspl(program: Program) -> bool:
     """Whether any definition uses a RASP-L primitive."""
+    # expansion copies the primitives of the written definitions and makes none: a module without
+    # any has none in its core either (tens of thousands of definitions for a family over 150 symbols)
+    if not any(isinstance(n, RASPL_NODES) for s in program.module.statements if isinstance(s, A.Definition)
+               for n in _nodes(s.expr)):
+        return False
     return any(isinstance(n, RASPL_NODES) for d in program.core.defs for n in _nodes(d.expr))
 
 
