@@ -133,10 +133,13 @@ def check_class(core: A.CoreProgram) -> None:
             raise RaspError(
                 f"definition {d.name} has type {d.type}: not in C-RASP[periodic, local] (only bool and "
                 "count values compile); see rasp check", d.span, HINT)
-        for node in A.walk(d.expr):
+        stack = [d.expr]  # pre-order, as A.walk (the first offence in source order is reported)
+        while stack:
+            node = stack.pop()
             kind = type(node)  # the AST's classes have no subclasses
             if kind is A.Tok or kind is A.Ref:
                 continue
+            stack.extend(reversed(A.children(node)))
             if kind in raspl:
                 raise RaspError(
                     f"'{expr_to_str(node)}' is a RASP-L operation, not in C-RASP[periodic, local]; "

@@ -235,16 +235,28 @@ def _is_node(v) -> bool:
 
 #: nodes without sub-expressions or guards: nothing to rewrite below them
 _LEAVES = frozenset({A.Tok, A.Ref, A.BoolConst, A.IntConst})
+#: nodes with exactly two sub-expressions, ``left`` and ``right``, and no guard
+_BINARY = frozenset({A.And, A.Or, A.Compare, A.Add, A.Sub, A.Min, A.Max})
 
 
 def rewrite_expr(e):
     """Rewrite every regular guard in an expression into normal form; other guards stay as they are.
     Subtrees with nothing to rewrite are returned as the same objects."""
-    if type(e) in _LEAVES:  # half of an expanded program's nodes
+    t = type(e)
+    if t in _LEAVES:  # half of an expanded program's nodes
         return e
+    if t in _BINARY:  # the other commonest: nothing of their own to rewrite
+        left, right = e.left, e.right
+        new_left = left if type(left) in _LEAVES else rewrite_expr(left)
+        new_right = right if type(right) in _LEAVES else rewrite_expr(right)
+        if new_left is left and new_right is right:
+            return e
+        return dataclasses.replace(e, left=new_left, right=new_right)
     kids = {}
     for name in _traversed(type(e)):
         v = getattr(e, name)
+        if type(v) in _LEAVES:  # skipped without a call
+            continue
         if isinstance(v, tuple):  # e.g. map arguments
             if any(_is_node(x) for x in v):
                 new = tuple(rewrite_expr(x) if _is_node(x) else x for x in v)
@@ -276,8 +288,14 @@ def rewrite_expr(e):
 
 
 def rewrite_core(program: A.CoreProgram) -> A.CoreProgram:
-    defs = tuple(dataclasses.replace(d, expr=rewrite_expr(d.expr)) for d in program.defs)
-    return dataclasses.replace(program, defs=defs)
+    defs = []
+    changed = False
+    for d in program.defs:  # most definitions have nothing to rewrite: keep them as they are
+        e = rewrite_expr(d.expr)
+        if e is not d.expr:
+            d, changed = dataclasses.replace(d, expr=e), True
+        defs.append(d)
+    return dataclasses.replace(program, defs=tuple(defs)) if changed else program
 
 
 def rewrite_module(module: A.Module) -> A.Module:
