@@ -443,29 +443,45 @@ def f_cond(ctx: Context, t: Form, a: Form, b: Form) -> Form:
 
 
 # ----------------------------------------------------------------------------- gates
-def gate_neurons(f: Form) -> list[tuple[dict, int]]:
+def gate_neurons(f: Form) -> list[tuple[tuple, int]]:
     """The hidden neurons that compute a form: (preactivation as a linear form over nodes, output
     coefficient). The output ``sum_k coeff_k relu(pre_k)`` is exactly the form's 0/1 value, and 0 at
-    BOS (see the module docstring)."""
+    BOS (see the module docstring).
+
+    A preactivation is a canonical linear form (``((node, coefficient), ...)`` sorted by node, no
+    zero coefficient, as ``compiler.graph.make_lin`` makes them), built directly: a term's literals
+    are of distinct nodes above BOS and REAL and sorted by node, and a negated literal ``w (real - x)``
+    adds w to the REAL coefficient."""
     sign = -1 if f.neg else 1
-    out: list[tuple[dict, int]] = []
+    out: list[tuple[tuple, int]] = []
     for t in f.terms:
-        z: dict = {}
-        for l, w in t.lits:
-            for n, c in lit_lin(l, w).items():
-                z[n] = z.get(n, 0) + c
-        z1 = dict(z)  # z + 1 = sum w l - (theta - 1) * one
-        for n in (BOS, REAL):
-            z1[n] = z1.get(n, 0) - (t.theta - 1)
-        out.append((z1, sign))
+        lits = []
+        real = 0
+        for (n, neg), w in t.lits:
+            if neg:
+                real += w
+                lits.append((n, -w))
+            else:
+                lits.append((n, w))
+        # z + 1 = sum w l - (theta - 1) * one; z = sum w l - theta * one (one = bos + real)
+        out.append((_with_flags(-(t.theta - 1), real - (t.theta - 1), lits), sign))
         if not t.conj:
-            z0 = dict(z)
-            for n in (BOS, REAL):
-                z0[n] = z0.get(n, 0) - t.theta
-            out.append((z0, -sign))
+            out.append((_with_flags(-t.theta, real - t.theta, lits), -sign))
     if f.neg:
-        out.append(({REAL: 1}, 1))
-    return [({n: c for n, c in pre.items() if c != 0}, c) for pre, c in out]
+        out.append((((REAL, 1),), 1))
+    return out
+
+
+def _with_flags(bos: int, real: int, lits: list) -> tuple:
+    """The linear form ``bos * e_BOS + real * e_REAL + lits`` (lits sorted, of nodes above REAL)."""
+    if lits and lits[0][0] <= REAL:
+        raise AssertionError(f"a threshold term over a flag feature: {lits}")
+    head = []
+    if bos:
+        head.append((BOS, bos))
+    if real:
+        head.append((REAL, real))
+    return tuple(head + lits)
 
 
 def form_text(f: Form, name: Callable[[Lit], str]) -> str:

@@ -245,7 +245,7 @@ class _Builder:
             return lit
         if f in self.materialized:
             return self.materialized[f]
-        neurons = tuple((make_lin(pre), int(c)) for pre, c in B.gate_neurons(f))
+        neurons = tuple(B.gate_neurons(f))
         inputs = [x for pre, _ in neurons for x, _ in pre]
         n = self._node("gate", ("gate", neurons), lambda: self.form_names.get(f) or B.form_text(f, self.lit_name),
                        {"neurons": neurons}, inputs)

@@ -26,6 +26,8 @@ half-integer or -1024. Whether a dtype holds them all exactly depends on the pro
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from . import boolean as B
@@ -38,13 +40,16 @@ class COO:
     """A weight tensor under construction, kept sparse: its shape and a list of (flat index, value)
     entries, summed where an index repeats. Almost every entry of a compiled model is 0 (each
     operation writes its own small block), so models with tens of thousands of residual dimensions
-    stay small in memory and on disk."""
+    stay small in memory and on disk. Whole rows given as linear forms over graph nodes are kept as
+    they are and flattened with NumPy at the end (most entries of a model come in such rows)."""
 
     def __init__(self, *shape: int) -> None:
         self.shape = tuple(int(x) for x in shape)
         self._stride = self.shape[1] if len(self.shape) == 2 else None
         self._flat: list[int] = []  # row-major positions (ints convert to an array fast; tuples do not)
         self._value: list[float] = []
+        self._rows: list[int] = []  # row r of self._lins[k] is self._rows[k]
+        self._lins: list[tuple] = []  # ((graph node, coefficient), ...): columns are node dimensions
 
     def add(self, index: tuple, value) -> None:
         if value:
@@ -56,21 +61,29 @@ class COO:
                 self._flat.append(int(np.ravel_multi_index(index, self.shape)))
             self._value.append(float(value))
 
-    def row(self, r: int, lin, ix) -> None:
-        base, flat, value = r * self._stride, self._flat, self._value
-        for n, c in lin:
-            if c:
-                flat.append(base + ix[n])
-                value.append(float(c))
+    def row(self, r: int, lin) -> None:
+        """Row r gets the linear form ``lin`` (column: the residual dimension of each node)."""
+        if lin:
+            self._rows.append(r)
+            self._lins.append(lin)
 
-    def arrays(self) -> tuple[tuple, np.ndarray, np.ndarray]:
+    def arrays(self, dims: np.ndarray | None = None) -> tuple[tuple, np.ndarray, np.ndarray]:
         """(shape, indices (ndim, nnz) int64, values (nnz,) float64): repeated indices summed, zeros
-        dropped, entries in row-major order."""
+        dropped, entries in row-major order. ``dims[node]`` is a node's residual dimension (needed
+        when rows were given)."""
         nd = len(self.shape)
-        if not self._flat:
+        flat = np.array(self._flat, dtype=np.int64)
+        value = np.array(self._value, dtype=np.float64)
+        if self._lins:
+            pairs = np.array(list(itertools.chain.from_iterable(self._lins)), dtype=np.float64)
+            counts = np.fromiter(map(len, self._lins), dtype=np.int64, count=len(self._lins))
+            rows = np.repeat(np.array(self._rows, dtype=np.int64), counts)
+            flat = np.concatenate([flat, rows * self._stride + dims[pairs[:, 0].astype(np.int64)]])
+            value = np.concatenate([value, pairs[:, 1]])
+        if not len(flat):
             return self.shape, np.zeros((nd, 0), dtype=np.int64), np.zeros(0, dtype=np.float64)
-        keys, where = np.unique(np.array(self._flat, dtype=np.int64), return_inverse=True)
-        vals = np.bincount(where.ravel(), weights=np.array(self._value, dtype=np.float64), minlength=len(keys))
+        keys, where = np.unique(flat, return_inverse=True)
+        vals = np.bincount(where.ravel(), weights=value, minlength=len(keys))
         keep = vals != 0.0
         out = np.array(np.unravel_index(keys[keep], self.shape), dtype=np.int64).reshape(nd, -1)
         return self.shape, out, vals[keep]
@@ -110,7 +123,7 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
         heads = []
         for h, i in enumerate(layer.heads):
             n = nodes[i]
-            WV.row(h, n.params["value"], ix)
+            WV.row(h, n.params["value"])
             WO.add((ix[i], h), 1.0)
             if n.kind == "local":
                 WQ.add((h, bos), 1.0)
@@ -123,14 +136,14 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
         Win, gamma, beta, Wout = (W.setdefault(p + "sign." + name, COO(*shape)) for name, shape in
                                   (("W_in", (k, d)), ("gamma", (k,)), ("beta", (k,)), ("W_out", (d, k))))
         for s_, i in enumerate(layer.signs):
-            Win.row(s_, nodes[i].params["input"], ix)
+            Win.row(s_, nodes[i].params["input"])
             gamma.add((s_,), 0.5)
             beta.add((s_,), 0.5)
             Wout.add((ix[i], s_), 1.0)
         h = len(layer.neurons)
         W1, W2 = W.setdefault(p + "mlp.W_1", COO(h, d)), W.setdefault(p + "mlp.W_2", COO(d, h))
         for u, pre in enumerate(layer.neurons):
-            W1.row(u, pre, ix)
+            W1.row(u, pre)
         for gnode, u, c in layer.writes:
             W2.add((ix[gnode], u), c)
         layers.append({"heads": heads, "sign": k, "mlp": h})
@@ -149,7 +162,9 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
         "layers": layers,
         "n_outputs": len(g.outputs),
     }
-    return arch, {name: m.arrays() for name, m in W.items()}
+    dims = np.zeros(len(nodes), dtype=np.int64)  # node id -> residual dimension
+    dims[np.fromiter(ix.keys(), dtype=np.int64, count=len(ix))] = np.fromiter(ix.values(), dtype=np.int64, count=len(ix))
+    return arch, {name: m.arrays(dims) for name, m in W.items()}
 
 
 #: significand bits (the implicit bit included) of the dtypes a model can run in

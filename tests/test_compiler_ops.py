@@ -338,7 +338,7 @@ def _gate_value(f, assign: dict, bos: bool = False) -> float:
     x = {B.BOS: 1.0 if bos else 0.0, B.REAL: 0.0 if bos else 1.0}
     for n, v in assign.items():
         x[n] = 0.0 if bos else float(v)
-    return sum(c * max(0.0, sum(w * x[n] for n, w in pre.items())) for pre, c in B.gate_neurons(f))
+    return sum(c * max(0.0, sum(w * x[n] for n, w in pre)) for pre, c in B.gate_neurons(f))
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -536,6 +536,12 @@ def test_layers_size_and_labels():
     w.add((0, 1), 1.5), w.add((1, 2), 2.0), w.add((0, 1), -1.5), w.add((1, 2), 1.0)
     shape, idx, vals = w.arrays()
     assert shape == (2, 3) and idx.tolist() == [[1], [2]] and vals.tolist() == [3.0]
+    # whole rows are linear forms over graph nodes, put at each node's dimension, summed with entries
+    w = COO(3, 4)
+    w.add((2, 0), 1.0), w.row(2, ((5, 0.5), (7, -2))), w.row(0, ((6, 3),)), w.row(1, ()), w.add((0, 3), -3.0)
+    dims = np.array([0, 0, 0, 0, 0, 1, 3, 0])  # node 5 -> dimension 1, node 6 -> 3, node 7 -> 0
+    shape, idx, vals = w.arrays(dims)
+    assert shape == (3, 4) and idx.tolist() == [[2, 2], [0, 1]] and vals.tolist() == [-1.0, 0.5]
     # the residual stream holds exactly what the labels say
     res = m.residual("( ( ) ) )", dtype="float64")
     col = labels.index("D < 0")
