@@ -128,6 +128,7 @@ def next_slot(kind: str, input_slots) -> int:
 def check_class(core: A.CoreProgram) -> None:
     """Raise a located :class:`RaspError` for the first construct outside C-RASP[periodic, local]."""
     raspl = set(RASPL_NODES)
+    checked = raspl | {A.Count, A.Exists, A.PosPred}  # the kinds that can be outside the class
     for d in core.defs:
         if d.type not in (A.BOOL, A.COUNT):
             raise RaspError(
@@ -140,6 +141,8 @@ def check_class(core: A.CoreProgram) -> None:
             if kind is A.Tok or kind is A.Ref:
                 continue
             stack.extend(reversed(A.children(node)))
+            if kind not in checked:
+                continue
             if kind in raspl:
                 raise RaspError(
                     f"'{expr_to_str(node)}' is a RASP-L operation, not in C-RASP[periodic, local]; "

@@ -53,10 +53,11 @@ class Plan:
 
 def plan_layers(graph: Graph) -> Plan:
     nodes = graph.nodes
+    slots = [n.slot for n in nodes]
     for n in nodes:
-        for i in n.inputs:
-            if nodes[i].slot >= n.slot:
-                raise AssertionError(f"node {n.id} ({n.label}) reads node {i} of a later or equal slot")
+        if n.inputs and max(map(slots.__getitem__, n.inputs)) >= n.slot:
+            i = next(i for i in n.inputs if slots[i] >= n.slot)
+            raise AssertionError(f"node {n.id} ({n.label}) reads node {i} of a later or equal slot")
     n_layers = max((n.slot // 3 + 1 for n in nodes if n.slot >= 0), default=0)
     layers = [LayerPlan() for _ in range(n_layers)]
     embed = []
