@@ -377,6 +377,9 @@ def test_cli_usage_errors_under_json_are_json(capsys):
         assert word in err["message"] and err["hint"].startswith("usage: rasp") and word in out.err
     assert cli(["run", dyck, "--bogus"]) == 2
     assert capsys.readouterr().out == ""  # without --json, stderr only
+    # the tokens are optional (read from stdin without them): only the program is named as missing
+    assert cli(["run", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["message"] == "the following arguments are required: program"
 
 
 def test_cli_tasks_json_before_the_subcommand(capsys):

@@ -23,7 +23,7 @@ def register(sub) -> None:
         "JSON and plot. A task whose OUT/TASK.json was made with the same settings is not trained again "
         "(--fresh retrains); --no-train only reads existing results.",
     )
-    p.add_argument("tasks", nargs="*", help="task names (default: UR UL NRFirst NLFirst UF UB NRLast NLLast NF NB)")
+    p.add_argument("tasks", nargs="*", default=[], help="task names (default: UR UL NRFirst NLFirst UF UB NRLast NLLast NF NB)")
     p.add_argument("--out", default="runs/report", metavar="DIR", help="output folder (default runs/report)")
     p.add_argument("--fresh", action="store_true", help="retrain even when OUT/TASK.json has the same settings")
     p.add_argument("--no-train", action="store_true", help="build the report from the existing OUT/*.json only")
