@@ -87,8 +87,10 @@ class Thr:
     def __init__(self, lits: tuple, theta: int) -> None:
         self.lits = lits  # ((lit, weight), ...) sorted
         self.theta = theta
-        self.W = sum(w for _, w in lits)
-        self.conj = all(self.W - w < theta for _, w in lits)  # every literal must hold
+        ws = [w for _, w in lits]
+        self.W = sum(ws)
+        # every literal must hold: W - w < theta for every w, i.e. for the smallest
+        self.conj = not ws or self.W - min(ws) < theta
         self._hash = hash((lits, theta))
         self._required = None
 

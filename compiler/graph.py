@@ -117,11 +117,8 @@ _PHASE = {"uniform": 0, "local": 0, "sign": 1, "gate": 2}
 def next_slot(kind: str, input_slots) -> int:
     """The earliest slot of ``kind`` after all inputs: layer l has slots 3l (attention), 3l + 1
     (sign), 3l + 2 (MLP); embedding features have slot -1."""
-    base = max(input_slots, default=-1)
-    s = base + 1
-    while s % 3 != _PHASE[kind]:
-        s += 1
-    return s
+    s = max(input_slots, default=-1) + 1
+    return s + (_PHASE[kind] - s) % 3
 
 
 # ----------------------------------------------------------------------------- class check
@@ -165,6 +162,7 @@ class _Builder:
         self.core = core
         self.defs = {d.name: d for d in core.defs}
         self.nodes: list[Node] = []
+        self.slots: list[int] = []  # node id -> its slot (read for every new node's inputs)
         self.keys: dict = {}
         self.bool_memo: dict = {}
         self.def_forms: dict[str, Form] = {}
@@ -200,14 +198,15 @@ class _Builder:
             label = label()
         inputs = tuple(sorted(set(inputs)))
         slot = -1 if kind in ("bos", "real", "token", "periodic") else next_slot(
-            kind, [self.nodes[i].slot for i in inputs])
+            kind, map(self.slots.__getitem__, inputs))
         n = Node(len(self.nodes), kind, label, slot, params, inputs, self.origin)
         self.nodes.append(n)
+        self.slots.append(slot)
         self.keys[key] = n.id
         return n
 
     def slot_of(self, node: int) -> int:
-        return self.nodes[node].slot
+        return self.slots[node]
 
     def token(self, symbol: str) -> Node:
         return self._node("token", ("token", symbol), f'"{symbol}"', {"symbol": symbol}, ())
@@ -342,31 +341,32 @@ class _Builder:
         return f
 
     def _bool_expr(self, e) -> Form:
-        if isinstance(e, A.Tok):
-            return B.lit_form((self.token(e.symbol.value).id, False))
-        if isinstance(e, A.BoolConst):
-            return B.TRUE if e.value else B.FALSE
-        if isinstance(e, A.Ref):
-            return self.def_form(e.name)
-        if isinstance(e, A.Not):
-            return B.f_not(self.bool_expr(e.operand))
-        if isinstance(e, A.And):
-            return self.f_and(self.bool_expr(e.left), self.bool_expr(e.right))
-        if isinstance(e, A.Or):
-            if isinstance(e.left, A.Or) or isinstance(e.right, A.Or):
-                return self.or_chain(e)
-            return self.f_or(self.bool_expr(e.left), self.bool_expr(e.right))
-        if isinstance(e, A.Cond):
-            return B.f_cond(self, self.bool_expr(e.test), self.bool_expr(e.then), self.bool_expr(e.other))
-        if isinstance(e, A.PosPred):
-            M, R = periodic_residues(e.rel.expr)
-            return B.lit_form(self.periodic(M, R))
-        if isinstance(e, A.Compare):
+        kind = type(e)  # the AST's classes have no subclasses
+        if kind is A.Compare:
             if self.is_bool(e.left):
                 a, b = self.bool_expr(e.left), self.bool_expr(e.right)
                 eq = B.f_cond(self, a, b, B.f_not(b))
                 return eq if e.op == "==" else B.f_not(eq)
             return self.compare(e)
+        if kind is A.Ref:
+            return self.def_form(e.name)
+        if kind is A.And:
+            return self.f_and(self.bool_expr(e.left), self.bool_expr(e.right))
+        if kind is A.Tok:
+            return B.lit_form((self.token(e.symbol.value).id, False))
+        if kind is A.Or:
+            if type(e.left) is A.Or or type(e.right) is A.Or:
+                return self.or_chain(e)
+            return self.f_or(self.bool_expr(e.left), self.bool_expr(e.right))
+        if kind is A.Not:
+            return B.f_not(self.bool_expr(e.operand))
+        if kind is A.BoolConst:
+            return B.TRUE if e.value else B.FALSE
+        if kind is A.Cond:
+            return B.f_cond(self, self.bool_expr(e.test), self.bool_expr(e.then), self.bool_expr(e.other))
+        if kind is A.PosPred:
+            M, R = periodic_residues(e.rel.expr)
+            return B.lit_form(self.periodic(M, R))
         raise RaspError(f"'{expr_to_str(e)}' is not a bool operation of C-RASP", e.span, HINT)
 
     def f_and(self, f: Form, g: Form) -> Form:
