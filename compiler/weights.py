@@ -50,6 +50,7 @@ class COO:
         self._value: list[float] = []
         self._rows: list[int] = []  # row r of self._lins[k] is self._rows[k]
         self._lins: list[tuple] = []  # ((graph node, coefficient), ...): columns are node dimensions
+        self._chunks: list[tuple[np.ndarray, np.ndarray]] = []  # (flat positions, values) arrays
 
     def add(self, index: tuple, value) -> None:
         if value:
@@ -60,6 +61,13 @@ class COO:
             else:
                 self._flat.append(int(np.ravel_multi_index(index, self.shape)))
             self._value.append(float(value))
+
+    def entries(self, rows, cols, value) -> None:
+        """Entries ``(rows[k], cols[k]) = value[k]`` (arrays; ``value`` may be one number), or
+        ``index[k] = value[k]`` with ``cols`` None for a vector."""
+        rows = np.asarray(rows, dtype=np.int64)
+        flat = rows if cols is None else rows * self._stride + np.asarray(cols, dtype=np.int64)
+        self._chunks.append((flat, np.broadcast_to(np.asarray(value, dtype=np.float64), flat.shape)))
 
     def row(self, r: int, lin) -> None:
         """Row r gets the linear form ``lin`` (column: the residual dimension of each node)."""
@@ -72,8 +80,8 @@ class COO:
         dropped, entries in row-major order. ``dims[node]`` is a node's residual dimension (needed
         when rows were given)."""
         nd = len(self.shape)
-        flat = np.array(self._flat, dtype=np.int64)
-        value = np.array(self._value, dtype=np.float64)
+        flat = np.concatenate([np.array(self._flat, dtype=np.int64)] + [f for f, _ in self._chunks])
+        value = np.concatenate([np.array(self._value, dtype=np.float64)] + [v for _, v in self._chunks])
         if self._lins:
             pairs = np.array(list(itertools.chain.from_iterable(self._lins)), dtype=np.float64)
             counts = np.fromiter(map(len, self._lins), dtype=np.int64, count=len(self._lins))
@@ -97,6 +105,8 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
     ix = alloc.index
     nodes = g.nodes
     bos, real = ix[B.BOS], ix[B.REAL]
+    dims = np.zeros(len(nodes), dtype=np.int64)  # node id -> residual dimension
+    dims[np.fromiter(ix.keys(), dtype=np.int64, count=len(ix))] = np.fromiter(ix.values(), dtype=np.int64, count=len(ix))
     W: dict[str, COO] = {}
 
     tok = W["embed.token"] = COO(len(g.symbols) + 1, d)
@@ -121,10 +131,10 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
         WQ, WK, WV, WO = (W.setdefault(p + "attn." + k, COO(*shape)) for k, shape in
                           (("W_Q", (H, d)), ("W_K", (H, d)), ("W_V", (H, d)), ("W_O", (d, H))))
         heads = []
+        WO.entries(dims[layer.heads], np.arange(H), 1.0)
         for h, i in enumerate(layer.heads):
             n = nodes[i]
             WV.row(h, n.params["value"])
-            WO.add((ix[i], h), 1.0)
             if n.kind == "local":
                 WQ.add((h, bos), 1.0)
                 WQ.add((h, real), 1.0)
@@ -137,15 +147,16 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
                                   (("W_in", (k, d)), ("gamma", (k,)), ("beta", (k,)), ("W_out", (d, k))))
         for s_, i in enumerate(layer.signs):
             Win.row(s_, nodes[i].params["input"])
-            gamma.add((s_,), 0.5)
-            beta.add((s_,), 0.5)
-            Wout.add((ix[i], s_), 1.0)
+        gamma.entries(np.arange(k), None, 0.5)
+        beta.entries(np.arange(k), None, 0.5)
+        Wout.entries(dims[layer.signs], np.arange(k), 1.0)
         h = len(layer.neurons)
         W1, W2 = W.setdefault(p + "mlp.W_1", COO(h, d)), W.setdefault(p + "mlp.W_2", COO(d, h))
         for u, pre in enumerate(layer.neurons):
             W1.row(u, pre)
-        for gnode, u, c in layer.writes:
-            W2.add((ix[gnode], u), c)
+        if layer.writes:
+            writes = np.array(layer.writes, dtype=np.float64)  # (gate node, neuron, coefficient)
+            W2.entries(dims[writes[:, 0].astype(np.int64)], writes[:, 1].astype(np.int64), writes[:, 2])
         layers.append({"heads": heads, "sign": k, "mlp": h})
 
     WU = W["readout.W_U"] = COO(len(g.outputs), d)
@@ -162,8 +173,6 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
         "layers": layers,
         "n_outputs": len(g.outputs),
     }
-    dims = np.zeros(len(nodes), dtype=np.int64)  # node id -> residual dimension
-    dims[np.fromiter(ix.keys(), dtype=np.int64, count=len(ix))] = np.fromiter(ix.values(), dtype=np.int64, count=len(ix))
     return arch, {name: m.arrays(dims) for name, m in W.items()}
 
 
