@@ -84,13 +84,17 @@ class Thr:
 
     __slots__ = ("lits", "theta", "W", "conj", "_hash", "_required")
 
-    def __init__(self, lits: tuple, theta: int) -> None:
+    def __init__(self, lits: tuple, theta: int, conjunction: bool = False) -> None:
+        """``conjunction``: the caller knows every weight is 1 and theta is their number."""
         self.lits = lits  # ((lit, weight), ...) sorted
         self.theta = theta
-        ws = [w for _, w in lits]
-        self.W = sum(ws)
-        # every literal must hold: W - w < theta for every w, i.e. for the smallest
-        self.conj = not ws or self.W - min(ws) < theta
+        if conjunction:
+            self.W, self.conj = theta, True
+        else:
+            ws = [w for _, w in lits]
+            self.W = sum(ws)
+            # every literal must hold: W - w < theta for every w, i.e. for the smallest
+            self.conj = not ws or self.W - min(ws) < theta
         self._hash = hash((lits, theta))
         self._required = None
 
@@ -179,7 +183,7 @@ def and_thr(t: Thr, u: Thr):
             lits[l] = 1
         if len(lits) > WEIGHT_CAP:
             return None
-        return Thr(tuple(sorted(lits.items())), len(lits))
+        return Thr(tuple(sorted(lits.items())), len(lits), conjunction=True)
     Wu = u.W
     weights: dict = {}
     for l, _ in t.lits:
@@ -236,7 +240,7 @@ def lit_form(l: Lit) -> Form:
         return TRUE
     if l == FALSE_LIT:
         return FALSE
-    return Form((Thr(((l, 1),), 1),))
+    return Form((Thr(((l, 1),), 1, conjunction=True),))
 
 
 def thr_form(t) -> Form:
@@ -299,14 +303,13 @@ def _try_and(ctx: Context, f: Form, g: Form):
                 return None
         terms = []
         for t, u in pairs:
-            if True:
-                r = and_thr(t, u)
-                if r is None:
-                    return None
-                if r is True:
-                    return TRUE
-                if r is not False:
-                    terms.append(r)
+            r = and_thr(t, u)
+            if r is None:
+                return None
+            if r is True:
+                return TRUE
+            if r is not False:
+                terms.append(r)
         return Form(tuple(terms))
     if not f.neg and g.neg:  # f and not(sum U) = sum_t (t and not u_1 and not u_2 ...)
         if len(f.terms) * max(1, len(g.terms)) > max(PRODUCT_CAP, len(f.terms)):
