@@ -20,18 +20,13 @@ _LEVELS = {A.Cond: _COND, A.Or: _OR, A.And: _AND, A.Compare: _CMP, A.Add: _SUM, 
            A.Scale: _PROD, A.Not: _UNARY, A.Neg: _UNARY, A.Count: _UNARY, A.Exists: _UNARY}
 
 
-def _level(e) -> int:
-    level = _LEVELS.get(type(e))  # the AST's classes have no subclasses
-    if level is not None:
-        return level
-    if isinstance(e, A.IntConst) and e.value < 0:
-        return _UNARY  # only reachable from hand-built ASTs
-    return _ATOM
-
-
 def _at(e, minimum: int) -> str:
+    """``e`` printed, in parentheses when it binds less tightly than ``minimum``."""
     s = expr_to_str(e)
-    return f"({s})" if _level(e) < minimum else s
+    level = _LEVELS.get(type(e))  # the AST's classes have no subclasses
+    if level is None:  # an atom; a negative literal only in hand-built ASTs
+        level = _UNARY if isinstance(e, A.IntConst) and e.value < 0 else _ATOM
+    return f"({s})" if level < minimum else s
 
 
 def sym_to_str(s: A.SymRef) -> str:
