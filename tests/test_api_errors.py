@@ -115,3 +115,20 @@ def test_verify_api_arguments():
             call()
     with pytest.raises(RaspError, match="unknown task"):
         V.verify_length(m, "dyckk", 8, 1, rng)
+
+
+def test_alphabet_option_values_and_undeclared_alphabets():
+    """``--alphabet N`` takes 1 to 62 (the standard symbols) and refuses a negative N rather than
+    reading it as a symbol; a program without an ``alphabet`` line gets the quoted symbols in order of
+    first appearance, those written only as a family's index (``P["b"]``) included and its special
+    tokens left out."""
+    from rasp.expand import STANDARD_SYMBOLS, parse_alphabet_option
+
+    assert parse_alphabet_option(str(len(STANDARD_SYMBOLS))) == STANDARD_SYMBOLS
+    assert parse_alphabet_option("1") == ("a",)
+    for text in (str(len(STANDARD_SYMBOLS) + 1), "0", "-3"):
+        with pytest.raises(RaspError, match=f"--alphabet {int(text)}: choose 1..{len(STANDARD_SYMBOLS)} symbols"):
+            parse_alphabet_option(text)
+    p = rasp.parse('special "<s>"\nP[x] = Q[x] && #Q[x] > 1\nA = "<s>" && (#P["b"] > 0 || #"a" > 0)\noutput accept A\n')
+    assert p.alphabet == ("b", "a") and p.special == ("<s>",)
+    assert p.run("b b <s>") is True and p.run("a <s>") is True and p.run("b <s>") is False
