@@ -521,3 +521,36 @@ def test_dyck1_samples_at_a_million_tokens_are_cheap():
     rng = np.random.default_rng(3)
     s = T.get("dyck1").sample(rng, 10**6)
     assert len(s.tokens) == 10**6 and s.target == T.get("dyck1").reference(s.tokens)
+
+
+def test_stream_repeated_family_variables_keep_their_axes():
+    """``P[x, y, x]``: the repeated variable becomes one diagonal axis and the others keep their
+    places (the streaming evaluator's axis bookkeeping); every instance equals the interpreter's."""
+    src = """alphabet a b c
+P[x, y, z] = (#Q[x] > #Q[y] + 1 || #Q[z] > 2) && exists[j == i - 1] Q[y]
+R[x, y] = P[x, y, x] || P[y, x, "a"] && !P[x, x, y]
+S[y] = any(x, P[x, y, x] && R[y, x])
+output predict S
+"""
+    p = rasp.parse(src)
+    rng = np.random.default_rng(12)
+    seqs = _random_inputs(p, rng, n=6, max_len=25)
+    want = interp.evaluate(p.core, interp.make_batch(seqs))
+    got = stream.evaluate(p, seqs)
+    for k in want:
+        assert np.array_equal(np.asarray(want[k]), got[k]), k
+
+
+@pytest.mark.parametrize("name", ["UR", "UF"])
+def test_stream_generation_in_chunks(name, monkeypatch):
+    """Many prompts are decoded in chunks (memory); with chunks of 5 prompts out of 12 every prompt
+    still gets its own generation."""
+    t = T.get(name)
+    alphabet = tuple(STANDARD_SYMBOLS[:6])
+    p = program_of(name, alphabet)
+    width = max(1, len(p.core.alphabet) ** max(1, stream.max_scope(p)))
+    monkeypatch.setattr(stream, "CHUNK_ELEMENTS", 5 * width)
+    rng = np.random.default_rng(6)
+    samples = [t.sample(rng, int(n), alphabet) for n in rng.integers(t.min_length(alphabet), 8, size=12)]
+    seqs = [p.encode(s.tokens) for s in samples]
+    assert p._generate(seqs, None) == [s.target for s in samples]
