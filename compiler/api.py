@@ -28,7 +28,7 @@ from rasp.ast import OUTPUT_KINDS
 from rasp.errors import RaspError
 from rasp.gcpause import paused_gc
 from rasp.program import Program, check_batch, generation_limits, load as load_program, parse
-from rasp.rewrite import rewrite_core
+from rasp.rewrite import only_local_counts, rewrite_core
 
 from .alloc import allocate
 from .graph import build_graph
@@ -57,9 +57,12 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
 
     with paused_gc():  # see rasp.gcpause
         try:
-            core = rewrite_core(program.core)
+            # written counts all plain or local: the core is in normal form as it is (no walk over
+            # the tens of thousands of definitions of a family to find that out)
+            normal = only_local_counts(program.module)
+            core = program.core if normal else rewrite_core(program.core)
             lap("rewrite")
-            graph = build_graph(core)
+            graph = build_graph(core, normal=normal)
             lap("graph")
         except RaspError as exc:
             raise exc.located(program.source, program.filename) from None

@@ -122,8 +122,10 @@ def next_slot(kind: str, input_slots) -> int:
 
 
 # ----------------------------------------------------------------------------- class check
-def check_class(core: A.CoreProgram) -> None:
-    """Raise a located :class:`RaspError` for the first construct outside C-RASP[periodic, local]."""
+def check_class(core: A.CoreProgram, walk: bool = True) -> None:
+    """Raise a located :class:`RaspError` for the first construct outside C-RASP[periodic, local].
+    ``walk=False`` checks only the definitions' types: for a core program whose expressions are known
+    to be in normal form (:func:`rasp.rewrite.only_local_counts` of its module)."""
     raspl = set(RASPL_NODES)
     checked = raspl | {A.Count, A.Exists, A.PosPred}  # the kinds that can be outside the class
     for d in core.defs:
@@ -131,6 +133,8 @@ def check_class(core: A.CoreProgram) -> None:
             raise RaspError(
                 f"definition {d.name} has type {d.type}: not in C-RASP[periodic, local] (only bool and "
                 "count values compile); see rasp check", d.span, HINT)
+        if not walk:
+            continue
         stack = [d.expr]  # pre-order, as A.walk (the first offence in source order is reported)
         while stack:
             node = stack.pop()
@@ -819,9 +823,11 @@ def _lin_text(F: dict, nodes: list[Node]) -> str:
     return "".join(parts)
 
 
-def build_graph(core: A.CoreProgram) -> Graph:
-    """The operation graph of a core program in normal form (see the module docstring)."""
-    check_class(core)
+def build_graph(core: A.CoreProgram, normal: bool = False) -> Graph:
+    """The operation graph of a core program in normal form (see the module docstring). ``normal``:
+    the caller knows every expression is already in the class and in normal form (then only the
+    definitions' types are checked; see :func:`check_class`)."""
+    check_class(core, walk=not normal)
     b = _Builder(core)
     outputs = []
     for name in core.output.names:

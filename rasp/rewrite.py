@@ -287,6 +287,38 @@ def rewrite_expr(e):
     return node
 
 
+#: written expression kinds that expansion copies and rewriting leaves as they are (no guard, no
+#: positional predicate, no RASP-L primitive): see :func:`only_local_counts`
+_PLAIN_KINDS = frozenset({A.Tok, A.Ref, A.BoolConst, A.IntConst, A.Not, A.Neg, A.And, A.Or, A.Compare, A.Add,
+                          A.Sub, A.Scale, A.Min, A.Max, A.Cond, A.Quant})
+
+
+def only_local_counts(module: A.Module) -> bool:
+    """Whether every count written in the module is plain or local (``#P``, ``#[j == i - d] P``,
+    ``pred``, ``pred4``) and nothing else needs the rewrite or is outside C-RASP[periodic, local]: no
+    other guard, no positional predicate, no RASP-L primitive (any other kind answers False).
+
+    Expansion copies each written guard into every instance and makes no guard or positional predicate
+    of its own (an imported unary predicate such as ``pos_even``, written as a name, becomes one: such
+    names answer False), and :func:`rewrite_expr` returns a count with a local guard as it is. So when
+    this holds, :func:`rewrite_core` of the module's core program returns it unchanged and every count
+    in it is in normal form: a family expanded into tens of thousands of definitions need not be
+    walked to learn that (the compiler's class check and rewrite are skipped)."""
+    from .builtins import UNARY
+
+    for s in module.statements:
+        if not isinstance(s, A.Definition):
+            continue
+        for node in A.walk(s.expr):
+            kind = type(node)
+            if kind is A.Count or kind is A.Exists:
+                if node.guard is not None and local_offset(node.guard) is None:
+                    return False
+            elif kind not in _PLAIN_KINDS or (kind is A.Ref and node.name in UNARY):
+                return False
+    return True
+
+
 def rewrite_core(program: A.CoreProgram) -> A.CoreProgram:
     defs = []
     changed = False

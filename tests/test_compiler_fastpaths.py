@@ -13,8 +13,10 @@ import functools
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import compiler
+import compiler.api
 import rasp
 from compiler import boolean as B
 from compiler import graph as G
@@ -45,6 +47,7 @@ PLAIN = {
     "f_or": (G._Builder, "f_or", lambda self, f, g: B.f_or(self, f, g)),
     "and_single_terms": (B, "_and_quiet", _plain_and_quiet),
     "only_counts": (G._Builder, "only_counts", staticmethod(lambda terms: False)),
+    "only_local_counts": (compiler.api, "only_local_counts", lambda module: False),
 }
 
 
@@ -65,10 +68,13 @@ def _alphabet(path: str, n: int | None):
 
 
 CASES = [  # (program, alphabet size or None, the shortcuts it exercises)
-    ("programs/sort.rasp", 7, ["split_by_token", "or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts"]),
-    ("programs/uf.rasp", 6, ["or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts"]),
-    ("programs/ur.rasp", None, ["or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts"]),
-    ("programs/majority.rasp", None, ["split_by_token", "compare", "f_and", "f_or", "and_single_terms", "only_counts"]),
+    ("programs/sort.rasp", 7, ["split_by_token", "or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts",
+                                     "only_local_counts"]),
+    ("programs/uf.rasp", 6, ["or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts", "only_local_counts"]),
+    ("programs/ur.rasp", None, ["or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts",
+                                "only_local_counts"]),
+    ("programs/majority.rasp", None, ["split_by_token", "compare", "f_and", "f_or", "and_single_terms", "only_counts",
+                                      "only_local_counts"]),
 ]
 
 
@@ -144,3 +150,35 @@ def test_shortcuts_on_random_programs(program):
         for owner, name, plain in PLAIN.values():
             m.setattr(owner, name, plain)
         assert _fingerprint(compiler.compile(program)) == fast
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(["C-RASP", "C-RASP[local]", "C-RASP[periodic]", "C-RASP[periodic,local]", "any"]).flatmap(
+    lambda fragment: programs(alphabet=("a", "b", "c"), fragment=fragment, max_depth=3, max_size=24)))
+def test_only_local_counts_means_nothing_to_rewrite_or_check(program):
+    """The compiler skips the rewrite and the class check's walk when every written count is plain or
+    local (``rasp.rewrite.only_local_counts``): then the rewrite must change nothing and the walk must
+    find nothing, for programs of every fragment (irregular guards, periodic ones, imports)."""
+    from rasp.rewrite import only_local_counts, rewrite_core
+
+    if only_local_counts(program.module):
+        assert rewrite_core(program.core) is program.core
+        G.check_class(program.core)  # raises on a construct outside the class
+
+
+def test_only_local_counts_on_the_shapes_it_must_refuse():
+    """Every written construct that rewriting changes or the class check refuses answers False."""
+    from rasp.rewrite import only_local_counts
+
+    for src, plain in [
+        ('#import pred\nalphabet a b\nX = exists[j == i - 1] "a" && #"b" > #[pred] "a"\noutput accept X', True),
+        ('alphabet a b\nX = #[j <= i - 2] "a" > 0', False),  # a regular guard: rewritten
+        ('alphabet a b\nX = #[j == i] "a" > 0', True),
+        ('alphabet a b\nX = pos[i % 2 == 0] && "a"', False),  # a positional predicate
+        ('#import pos_even\nalphabet a b\nX = pos_even && "a"', False),  # an imported one, by name
+        ('alphabet a b\nX = #[j * j <= i] "a" > 0', False),  # outside every fragment
+        ('alphabet a b\nX = any(x, Q[x] && exists[j == i - 2] Q[x])', True),
+        ('alphabet a b\nT = map(t -> t == "a", tokens)\nX = T == T', False),  # RASP-L
+    ]:
+        program = rasp.parse(src)
+        assert only_local_counts(program.module) is plain, src
