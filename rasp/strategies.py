@@ -301,7 +301,9 @@ class _Gen:
         sub = lambda tt, b=bound: self.expr(tt, depth + 1, b)  # noqa: E731
         free = [v for v in _VARS if v not in bound]
         if t == A.BOOL:
-            kind = self.pick(("not", "and", "or", "cmp", "beq", "exists", "cond", "quant") + (("symcmp",) if bound else ()))
+            # a quantifier needs a variable not yet bound (parameters and enclosing quantifiers use them up)
+            kind = self.pick(("not", "and", "or", "cmp", "beq", "exists", "cond") + (("quant",) if free else ())
+                             + (("symcmp",) if bound else ()))
             if kind == "symcmp":  # x == "a", x < y: symbols compared by alphabet position, folded at expansion
                 left = A.Ref(self.pick(bound))
                 right = A.Ref(self.pick(bound)) if self.draw(st.booleans()) else A.Tok(A.SymLit(self.pick(self.symbols)))
@@ -324,7 +326,7 @@ class _Gen:
                 return A.Cond(sub(A.BOOL), sub(A.BOOL), sub(A.BOOL))
             v = free[0]
             return A.Quant(self.pick(("any", "all")), v, sub(A.BOOL, bound + (v,)))
-        kind = self.pick(("count", "add", "sub", "scale", "neg", "min", "max", "cond", "sum"))
+        kind = self.pick(("count", "add", "sub", "scale", "neg", "min", "max", "cond") + (("sum",) if free else ()))
         if kind == "count":
             return A.Count(self.guard(), sub(A.BOOL))
         if kind == "add":
