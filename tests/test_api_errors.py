@@ -132,3 +132,18 @@ def test_alphabet_option_values_and_undeclared_alphabets():
     p = rasp.parse('special "<s>"\nP[x] = Q[x] && #Q[x] > 1\nA = "<s>" && (#P["b"] > 0 || #"a" > 0)\noutput accept A\n')
     assert p.alphabet == ("b", "a") and p.special == ("<s>",)
     assert p.run("b b <s>") is True and p.run("a <s>") is True and p.run("b <s>") is False
+
+
+def test_symbol_comparisons_order_data_then_specials_and_the_constant_cap():
+    """Symbols compare by position: the data alphabet in order, then the special tokens (so every data
+    symbol is below every special one); ``<=`` holds for equal symbols. A constant part of exactly
+    2^61 is accepted, one more is refused (exact 64-bit arithmetic)."""
+    p = rasp.parse('alphabet a b c\nspecial "<s>"\nLE[x, y] = x <= y\nLT[x] = x < "<s>" && "a" < x\n'
+                   'GE[x] = x >= "<s>"\noutput predict LT\n')
+    v = {k: bool(a[0, 0]) for k, a in p.evaluate(["a"]).items()}
+    assert v["LE[a,a]"] and v["LE[a,c]"] and not v["LE[b,a]"]
+    assert not v["LT[a]"] and v["LT[b]"] and v["LT[c]"] and not any(v[f"GE[{x}]"] for x in "abc")
+    cap = 'alphabet a b\nX = #"a" > 1073741824 * (1073741824 * 2)'
+    assert rasp.parse(cap).run("a b") is False
+    with pytest.raises(RaspError, match="constant part can reach 2,305,843,009,213,693,953"):
+        rasp.parse(cap + " + 1")
