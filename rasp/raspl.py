@@ -102,13 +102,10 @@ def _nodes(e):
 
 
 def uses_raspl(program: Program) -> bool:
-    """Whether any definition uses a RASP-L primitive."""
-    # expansion copies the primitives of the written definitions and makes none: a module without
-    # any has none in its core either (tens of thousands of definitions for a family over 150 symbols)
-    if not any(isinstance(n, RASPL_NODES) for s in program.module.statements if isinstance(s, A.Definition)
-               for n in _nodes(s.expr)):
-        return False
-    return any(isinstance(n, RASPL_NODES) for d in program.core.defs for n in _nodes(d.expr))
+    """Whether any definition uses a RASP-L primitive: the type checker, which types every expression of
+    every written definition, records it (expansion copies the primitives and makes none; a family over
+    150 symbols expands to tens of thousands of definitions, which need not be walked)."""
+    return program.checked.raspl
 
 
 def _walk_rel(r):
@@ -1313,8 +1310,7 @@ def lower_explained(program: Program, max_length: int | None = None) -> tuple[Pr
     except RecursionError:  # token tests over a large alphabet are disjunctions as long as it
         return None, too_deep
     lowered = Program(module, checked, core, program.source, program.filename)
-    if any(isinstance(n, RASPL_NODES) for s in module.statements if isinstance(s, A.Definition)
-           for n in _nodes(s.expr)):
+    if checked.raspl:
         raise AssertionError("lowering left a RASP-L primitive")
     return lowered, None
 

@@ -36,6 +36,7 @@ class Checked:
     special: A.SpecialDecl | None
     imports: frozenset[str]
     output: A.OutputDecl | None
+    raspl: bool = False  # some definition uses a RASP-L primitive (tokens, indices, map, select, ...)
 
 
 def _suggest(name: str, options) -> str | None:
@@ -64,6 +65,7 @@ class _Checker:
         self.types: dict[str, str] = {}
         self.visiting: list[str] = []
         self.order: list[str] = []
+        self.raspl = False  # met a RASP-L primitive (every expression of every definition is typed)
 
     # ------------------------------------------------------------------ declarations
     def declarations(self):
@@ -239,6 +241,8 @@ class _Checker:
             if e.name not in self.imports:
                 raise RaspError(f"'{e.name}' is not imported", e.span, f"add '#import {e.name}'")
             return BOOL
+        if isinstance(e, (A.Tokens, A.Indices, A.Map, A.Select, A.Aggregate, A.SelectorWidth)):
+            self.raspl = True
         if isinstance(e, (A.Tokens, A.Indices)):
             return COUNT
         if isinstance(e, A.Map):
@@ -377,4 +381,4 @@ def check_module(module: A.Module) -> Checked:
             c.type_of(s.name, None)
     c.output(output)
     sigs = {n: Signature(c.types[n], len(d.params), d) for n, d in c.defs.items()}
-    return Checked(sigs, tuple(c.order), alphabet, special, frozenset(c.imports), output)
+    return Checked(sigs, tuple(c.order), alphabet, special, frozenset(c.imports), output, c.raspl)

@@ -259,3 +259,27 @@ def random_program(draw):
 def test_random_programs(program, data):
     inputs = data.draw(st.lists(tokens_for(program, 30), min_size=1, max_size=3), label="batch")
     assert_rows_match(program, inputs)
+
+
+def test_the_type_checker_records_raspl_primitives():
+    """``Checked.raspl`` (what ``uses_raspl`` and the lowering's final check read instead of walking
+    every definition) says whether the expanded program has a RASP-L node, for the fixed RASP-L
+    programs here, the shared case table and every program in programs/."""
+    from pathlib import Path
+
+    import cases
+    from rasp import ast as A
+    from rasp.raspl import RASPL_NODES, uses_raspl
+
+    sources = list(PROGRAMS.values()) + [c.source for c in cases.CASES]
+    sources += [p.read_text() for p in sorted((Path(__file__).resolve().parent.parent / "programs").iterdir())]
+    seen = {True: 0, False: 0}
+    for src in sources:
+        try:
+            p = rasp.parse(src)
+        except rasp.RaspError:
+            continue
+        walked = any(isinstance(n, RASPL_NODES) for d in p.core.defs for n in A.walk(d.expr))
+        assert p.checked.raspl is walked and uses_raspl(p) is walked, src
+        seen[walked] += 1
+    assert seen[True] >= 10 and seen[False] >= 40
