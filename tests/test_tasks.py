@@ -332,17 +332,22 @@ def _random_inputs(program, rng, n=6, max_len=40):
     return [rng.integers(0, len(program.symbols), size=int(rng.integers(1, max_len))) for _ in range(n)]
 
 
-@pytest.mark.parametrize("name", PROGRAM_TASKS)
-def test_stream_matches_interpreter_on_task_programs(name):
-    alphabet = tuple(STANDARD_SYMBOLS[:5]) if _heavy(name) or T.get(name).variable_alphabet else None
-    p = program_of(name, alphabet)
-    rng = np.random.default_rng(7)
-    seqs = _random_inputs(p, rng)
+def _stream_agrees(p, seed: int, n: int = 6, max_len: int = 40) -> list:
+    """The streaming evaluator's values equal the interpreter's, every definition at every position, on
+    n random inputs; returns the inputs."""
+    seqs = _random_inputs(p, np.random.default_rng(seed), n=n, max_len=max_len)
     want = interp.evaluate(p.core, interp.make_batch(seqs))
     got = stream.evaluate(p, seqs)
     assert set(got) == set(want)
     for k in want:
-        assert np.array_equal(np.asarray(want[k]), got[k]), (name, k)
+        assert np.array_equal(np.asarray(want[k]), got[k]), k
+    return seqs
+
+
+@pytest.mark.parametrize("name", PROGRAM_TASKS)
+def test_stream_matches_interpreter_on_task_programs(name):
+    alphabet = tuple(STANDARD_SYMBOLS[:5]) if _heavy(name) or T.get(name).variable_alphabet else None
+    _stream_agrees(program_of(name, alphabet), 7)
 
 
 def test_stream_matches_program_evaluate():
@@ -375,12 +380,7 @@ def _case_programs():
 @pytest.mark.parametrize("source", _case_programs())
 def test_stream_matches_interpreter_on_shared_cases(source):
     p = rasp.parse(source)
-    rng = np.random.default_rng(11)
-    seqs = _random_inputs(p, rng, n=4, max_len=30)
-    want = interp.evaluate(p.core, interp.make_batch(seqs))
-    got = stream.evaluate(p, seqs)
-    for k in want:
-        assert np.array_equal(np.asarray(want[k]), got[k]), k
+    seqs = _stream_agrees(p, 11, n=4, max_len=30)
     if p.output_kind == "generate":
         assert p._generate(seqs, None) == p._generate_reevaluate(seqs, None)
         assert p._generate(seqs, 3) == p._generate_reevaluate(seqs, 3)
@@ -397,13 +397,7 @@ P[x, y] = #[j == i - 1] Q[x] + #Q[y] - Z
 R[x] = P[x, x] > P["a", x] || sum(y, P[y, x]) >= 3
 S = pos[i % 3 == 2] && any(x, R[x])
 """
-    p = rasp.parse(src)
-    rng = np.random.default_rng(0)
-    seqs = _random_inputs(p, rng, n=8, max_len=60)
-    want = interp.evaluate(p.core, interp.make_batch(seqs))
-    got = stream.evaluate(p, seqs)
-    for k in want:
-        assert np.array_equal(np.asarray(want[k]), got[k]), k
+    _stream_agrees(rasp.parse(src), 0, n=8, max_len=60)
 
 
 @pytest.mark.parametrize("name", ["UF", "UB", "sort", "copy_unique", "UR", "bin_majority_interleave"])
@@ -532,13 +526,7 @@ R[x, y] = P[x, y, x] || P[y, x, "a"] && !P[x, x, y]
 S[y] = any(x, P[x, y, x] && R[y, x])
 output predict S
 """
-    p = rasp.parse(src)
-    rng = np.random.default_rng(12)
-    seqs = _random_inputs(p, rng, n=6, max_len=25)
-    want = interp.evaluate(p.core, interp.make_batch(seqs))
-    got = stream.evaluate(p, seqs)
-    for k in want:
-        assert np.array_equal(np.asarray(want[k]), got[k]), k
+    _stream_agrees(rasp.parse(src), 12, n=6, max_len=25)
 
 
 @pytest.mark.parametrize("name", ["UR", "UF"])
