@@ -115,6 +115,9 @@ class _Expander:
         self.data = set(alphabet)
         ordered = tuple(alphabet) + tuple(t for t in special if t not in alphabet)
         self.codes_of = {t: k for k, t in enumerate(ordered)}
+        # (written leaf, the symbols it is instantiated with) -> its expansion: every instance of a
+        # family that reads Q[y] or P[x] with the same symbols shares one node (nodes are immutable)
+        self._leaves: dict[tuple, object] = {}
 
     def sym(self, s: A.SymRef, env: dict[str, str]) -> str:
         if isinstance(s, A.SymVar):
@@ -154,20 +157,32 @@ class _Expander:
         x = lambda sub: self.expr(sub, env)  # noqa: E731
         sp = e.span
         if isinstance(e, A.Tok):
-            return A.Tok(A.SymLit(self.sym(e.symbol, env), span=e.symbol.span), span=sp)
+            value = self.sym(e.symbol, env)
+            if type(e.symbol) is A.SymLit:
+                return e  # a written symbol (checked by sym): the node is its own expansion
+            key = (id(e), value)
+            hit = self._leaves.get(key)
+            if hit is None:
+                hit = self._leaves[key] = A.Tok(A.SymLit(value, span=e.symbol.span), span=sp)
+            return hit
         if isinstance(e, (A.BoolConst, A.IntConst)):
             return e
         if isinstance(e, A.Ref):
             if e.name not in self.checked.signatures and e.name in builtins.UNARY:
                 return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
             args = tuple(self.sym(s, env) for s in e.indices)
+            key = (id(e), args)
+            hit = self._leaves.get(key)
+            if hit is not None:
+                return hit
             for s, a in zip(e.indices, args):
                 if a not in self.data:  # instances exist for data symbols only (as any/all/sum range)
                     raise RaspError(f"'{e.name}' is a family over the data alphabet; \"{a}\" is a special token, "
                                     "so there is no instance for it", s.span,
                                     f"families range over: {' '.join(self.alphabet)}; test a special token directly, "
                                     f"e.g. Q[\"{a}\"]")
-            return A.Ref(instance_key(e.name, args), span=sp)
+            hit = self._leaves[key] = A.Ref(instance_key(e.name, args), span=sp)
+            return hit
         if isinstance(e, A.PosName):
             return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
         if isinstance(e, A.Not):
