@@ -107,6 +107,10 @@ def resolve_alphabet(module: A.Module, checked: Checked, override: tuple[str, ..
     return tuple(alphabet), tuple(special)
 
 
+#: expression nodes with two sub-expressions and nothing else to expand
+_BINARY = frozenset({A.And, A.Or, A.Add, A.Sub, A.Min, A.Max})
+
+
 class _Expander:
     def __init__(self, checked: Checked, alphabet, special) -> None:
         self.checked = checked
@@ -156,7 +160,10 @@ class _Expander:
     def expr(self, e, env: dict[str, str]):
         x = lambda sub: self.expr(sub, env)  # noqa: E731
         sp = e.span
-        if isinstance(e, A.Tok):
+        kind = type(e)  # the AST's classes have no subclasses
+        if kind in _BINARY:  # the commonest first (a family's body is mostly && || + -)
+            return kind(x(e.left), x(e.right), span=sp)
+        if kind is A.Tok:
             value = self.sym(e.symbol, env)
             if type(e.symbol) is A.SymLit:
                 return e  # a written symbol (checked by sym): the node is its own expansion
@@ -165,9 +172,9 @@ class _Expander:
             if hit is None:
                 hit = self._leaves[key] = A.Tok(A.SymLit(value, span=e.symbol.span), span=sp)
             return hit
-        if isinstance(e, (A.BoolConst, A.IntConst)):
+        if kind is A.BoolConst or kind is A.IntConst:
             return e
-        if isinstance(e, A.Ref):
+        if kind is A.Ref:
             if e.name not in self.checked.signatures and e.name in builtins.UNARY:
                 return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
             args = tuple(self.sym(s, env) for s in e.indices)
@@ -187,8 +194,6 @@ class _Expander:
             return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
         if isinstance(e, A.Not):
             return A.Not(x(e.operand), span=sp)
-        if isinstance(e, (A.And, A.Or, A.Add, A.Sub, A.Min, A.Max)):
-            return type(e)(x(e.left), x(e.right), span=sp)
         if isinstance(e, A.Compare) and symbol_comparison(e, env):
             left, right = (env[v.name] if isinstance(v, A.Ref) else self.sym(v.symbol, env) for v in (e.left, e.right))
             return A.BoolConst(bool(_SYMBOL_CMP[e.op](self.codes_of[left], self.codes_of[right])), span=sp)
