@@ -147,3 +147,10 @@ def test_symbol_comparisons_order_data_then_specials_and_the_constant_cap():
     assert rasp.parse(cap).run("a b") is False
     with pytest.raises(RaspError, match="constant part can reach 2,305,843,009,213,693,953"):
         rasp.parse(cap + " + 1")
+    # a negative factor scales the magnitude, and max/min carry the larger constant part of each side
+    c = "1073741824 * (1073741824 * 2)"
+    assert rasp.parse(f'alphabet a b\nX = #"a" > -1 * ({c})').run("a") is True
+    for src, reach in ((f'alphabet a b\nX = #"a" > -3 * ({c})', "6,917,529,027,641,081,856"),
+                       (f'alphabet a b\nX = #"a" > max(#"b", {c}) + min(#"b", {c})', "4,611,686,018,427,387,904")):
+        with pytest.raises(RaspError, match=f"constant part can reach {reach}"):
+            rasp.parse(src)
