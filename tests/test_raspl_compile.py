@@ -100,6 +100,12 @@ def test_bounded_compile_is_exact_up_to_the_bound(path, task_name, alphabet, N):
             if len(s.tokens) + len(s.target) <= N:
                 batch.append(s)
     assert len(batch) >= 10
+    # and inputs that fill the bound exactly (prompt plus generation = N), where a task's lengths allow
+    for n in task.lengths(1, N, alphabet)[-3:]:
+        for _ in range(6):
+            s = task.sample(rng, n, alphabet)
+            if len(s.tokens) + len(s.target) == N:
+                batch.append(s)
     got = m.run_batch([s.tokens for s in batch], dtype="float64")
     for s, g in zip(batch, got):
         assert g == s.target == rasp.run(p, s.tokens), (s.tokens, g)
