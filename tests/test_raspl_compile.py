@@ -150,3 +150,19 @@ def test_plain_crasp_goes_to_the_exact_compiler():
     m = compile_raspl(rasp.load("programs/dyck1.cr"))
     assert "raspl" not in m.config
     assert m.run("( ( ) )") is True
+
+
+def test_mean_of_negative_values_truncates_toward_zero_exactly():
+    """A mean lowers to one case per quotient q: for q < 0, ``(q - 1) n < S <= q n`` (truncation toward
+    zero). Values -3..0, every input of up to 3 tokens: means that are exact negative integers (``b b``:
+    -2) sit on a case boundary, where a non-strict lower bound makes two cases hold."""
+    import itertools
+
+    p = rasp.parse("alphabet a b c d\nV = map(t -> t - 3, tokens)\n"
+                   "M = aggregate(select(indices, indices, <=), V, mean, 0)\n"
+                   "P[x] = map(m -> m == -2, M) && Q[x]\noutput predict P\n")
+    m = compile_raspl(p)
+    assert m.config["raspl"]["lowered"] == "exact"
+    inputs = [list(w) for n in (1, 2, 3) for w in itertools.product("abcd", repeat=n)]
+    assert m.run_batch(inputs, dtype="float64") == [p.run(t) for t in inputs]
+    assert p.run("b b") == [["b"], ["b"]]  # the mean -2 exactly, at both positions
