@@ -166,3 +166,16 @@ def test_mean_of_negative_values_truncates_toward_zero_exactly():
     inputs = [list(w) for n in (1, 2, 3) for w in itertools.product("abcd", repeat=n)]
     assert m.run_batch(inputs, dtype="float64") == [p.run(t) for t in inputs]
     assert p.run("b b") == [["b"], ["b"]]  # the mean -2 exactly, at both positions
+
+
+def test_map_negating_a_count_lowers_symbolically():
+    """``map(c -> -c < -1, C)`` over a count lowers to a comparison of the negated count (a map body
+    on counts is kept symbolic, not enumerated): every input of up to 4 tokens."""
+    import itertools
+
+    p = rasp.parse('alphabet a b\nC = #"a"\nX = map(c -> -c < -1, C)\noutput accept X\n')
+    m = compile_raspl(p)
+    assert m.config["raspl"]["lowered"] == "exact"
+    inputs = [list(w) for n in (1, 2, 3, 4) for w in itertools.product("ab", repeat=n)]
+    assert m.run_batch(inputs, dtype="float64") == [p.run(t) for t in inputs]
+    assert p.run("a a") is True and p.run("a b") is False
