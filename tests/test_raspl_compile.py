@@ -179,3 +179,18 @@ def test_map_negating_a_count_lowers_symbolically():
     inputs = [list(w) for n in (1, 2, 3, 4) for w in itertools.product("ab", repeat=n)]
     assert m.run_batch(inputs, dtype="float64") == [p.run(t) for t in inputs]
     assert p.run("a a") is True and p.run("a b") is False
+
+
+def test_bounded_lowering_length_limits():
+    """``max_length`` is 1 to MAX_BOUNDED_LENGTH (4,096): 0 and 4,097 are user errors; both ends are
+    accepted (parity lowers at 1; at 4,096 the attempt is made and says why it does not lower)."""
+    from rasp.raspl import MAX_BOUNDED_LENGTH, lower_explained
+
+    p = rasp.load("programs/parity.rasp")
+    for bad, message in ((0, "at least 1, got 0"), (MAX_BOUNDED_LENGTH + 1, "too large for a bounded model")):
+        with pytest.raises(rasp.RaspError, match=message):
+            lower_explained(p, bad)
+    lowered, why = lower_explained(p, 1)
+    assert why is None and lowered is not None
+    lowered, why = lower_explained(p, MAX_BOUNDED_LENGTH)
+    assert lowered is None and "4096 tokens" in why.message
