@@ -194,3 +194,22 @@ def test_bounded_lowering_length_limits():
     assert why is None and lowered is not None
     lowered, why = lower_explained(p, MAX_BOUNDED_LENGTH)
     assert lowered is None and "4096 tokens" in why.message
+
+
+@pytest.mark.parametrize("src", [
+    'alphabet a b\nok = map(x -> x == 3, indices)\n',  # the last position, N - 1
+    'alphabet a b\nX = map(x -> x % 5, #"a")\nok = X == 4\n',  # a count reaching N
+    'alphabet a b\nX = map(x -> x % 3, -2 * #"a")\nok = X == 1\n',  # a negative factor's range
+], ids=["last-position", "count-reaches-N", "negative-factor"])
+def test_bounded_lowering_is_exact_at_the_bound(src):
+    """A bounded lowering (N = 4) enumerates positions 0 .. N - 1 and counts 0 .. N (a negative
+    factor flips the range): every input of up to N tokens, those of exactly N included."""
+    import itertools
+
+    from rasp.raspl import lower_bounded
+
+    p = rasp.parse(src)
+    low = lower_bounded(p, 4)
+    inputs = [list(w) for n in range(1, 5) for w in itertools.product("ab", repeat=n)]
+    assert [low.run(t) for t in inputs] == [p.run(t) for t in inputs]
+    assert p.run("a a a a") is True
