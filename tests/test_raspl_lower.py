@@ -343,3 +343,38 @@ def test_base_verdict_is_reused():
     base = checker.check(p)  # "none" before the RASP-L analysis is wired into check, the same after
     v = verdict_for_raspl(p, base=base)
     assert v == verdict_for_raspl(p) and v.fragment == "C-RASP[local]" and v.program == "shift.rasp"
+
+
+#: value-domain edges of the RASP-L conformance check (rasp.raspl._Conformance, SMALL = 256 values):
+#: each program also holds a part that does not lower (an aggregate keyed by a selector width), so
+#: its verdict comes from conformance: "RASP-L" when every map's domain stays finite and small
+_CONFORMANCE_TAIL = ("W = selector_width(select(tokens, tokens, ==))\nU = aggregate(select(W, W, ==), tokens, max, 0)\n"
+                     "ok = U == 1 && T\n")
+_MEAN = "M = aggregate(select(indices, indices, true), V, mean)\n"
+CONFORMANCE_EDGES = [
+    ("sum of two means (199 values)", "V = map(x -> x * 99, tokens)\n" + _MEAN + "S = M + M\nT = map(x -> x > 5, S)\n", "RASP-L"),
+    ("difference of means (-200..200)", "V = map(x -> x * 200, tokens)\n" + _MEAN + "S = M - M\nT = map(x -> x > 5, S)\n", "none"),
+    ("sum of 257 values", "V = map(x -> x * 128, tokens)\n" + _MEAN + "S = M + M\nT = map(x -> x > 5, min(S, 100))\n", "none"),
+    ("mean of 257 values", "V = map(x -> x * 256, tokens)\n" + _MEAN + "T = map(x -> x > 5, min(M, 100))\n", "none"),
+    ("scaled mean, 256 values", "V = map(x -> x * 255, tokens)\n" + _MEAN + "S = 2 * M\nT = map(x -> x > 5, S)\n", "RASP-L"),
+    ("map over 256 values", "V = map(x -> x * 255, tokens)\n" + _MEAN + "T = map(x -> x > 5, M)\n", "RASP-L"),
+    ("folded conditional", 'C[x] = tokens if x == "a" else selector_width(select(tokens, tokens, ==))\n'
+                           'T = map(v -> v == 1, C["a"])\n', "RASP-L"),
+]
+
+
+@pytest.mark.parametrize("name,body,fragment", CONFORMANCE_EDGES, ids=[c[0] for c in CONFORMANCE_EDGES])
+def test_conformance_at_its_domain_limits(name, body, fragment):
+    from rasp.checker import check
+
+    assert check(rasp.parse("alphabet a b\n" + body + _CONFORMANCE_TAIL), with_task=False).fragment == fragment
+
+
+def test_aggregate_cost_at_the_cap_lowers():
+    """A mean of tokens over a 64-symbol alphabet under select(indices, indices, true) costs exactly
+    the lowering's cap (4,096 cases): it lowers, so the verdict is C-RASP."""
+    from rasp.checker import check
+
+    alphabet = " ".join(f"t{k}" for k in range(64))
+    p = rasp.parse(f"alphabet {alphabet}\nM = aggregate(select(indices, indices, true), tokens, mean)\nok = M == 3\n")
+    assert check(p, with_task=False).fragment == "C-RASP"
