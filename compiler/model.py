@@ -436,8 +436,12 @@ class CompiledTransformer(nn.Module):
     def forward(self, ids: torch.Tensor, backend: str = "auto") -> torch.Tensor:
         """Output bools (B, n, n_outputs) at every input position."""
         with torch.no_grad():
-            x = self.residual_fm(ids, backend)
-            return (self.readout.W_U.apply(x[:, :, 1:]) > 0.5).transpose(1, 2)
+            return self.readout_bools(self.residual_fm(ids, backend))
+
+    def readout_bools(self, x: torch.Tensor) -> torch.Tensor:
+        """The output bools (B, n, n_outputs) of a feature-major residual (B, d_model, n + 1), BOS
+        left out: ``W_U x > 1/2`` at every input position."""
+        return (self.readout.W_U.apply(x[:, :, 1:]) > 0.5).transpose(1, 2)
 
     # ------------------------------------------------------------------ generation
     @torch.no_grad()
@@ -465,7 +469,7 @@ class CompiledTransformer(nn.Module):
             rows = torch.arange(len(group), device=self.device)
             lasts.append(x[rows, :, lengths])  # the last token sits at t = length: (group, d)
             if prompt_outputs is not None:
-                bools = (self.readout.W_U.apply(x[:, :, 1:]) > 0.5).transpose(1, 2).cpu().numpy()
+                bools = self.readout_bools(x).cpu().numpy()
                 for k, r in enumerate(group):
                     prompt_bools[r] = bools[k, : len(seqs[r])]
             states.append(self._prefill_state(collect, lengths))

@@ -493,10 +493,15 @@ def _body(n) -> tuple:
     return (n.body,)
 
 
+#: expression classes whose sub-expressions are exactly ``left`` and ``right`` (no guard)
+BINARY = frozenset({And, Or, Compare, Add, Sub, Min, Max})
+#: the RASP-L primitives (every other expression class is C-RASP)
+RASPL_NODES = (Tokens, Indices, Map, Select, Aggregate, SelectorWidth)
+
 #: node class -> its sub-expressions (not guards), in source order; no class subclasses another
 _CHILDREN = {
     Not: _operand, Neg: _operand, Scale: _operand,
-    And: _binary, Or: _binary, Compare: _binary, Add: _binary, Sub: _binary, Min: _binary, Max: _binary,
+    **{cls: _binary for cls in BINARY},
     Count: _body, Exists: _body, Quant: _body,
     Cond: lambda n: (n.test, n.then, n.other),
     Map: lambda n: n.args,

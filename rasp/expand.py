@@ -107,10 +107,6 @@ def resolve_alphabet(module: A.Module, checked: Checked, override: tuple[str, ..
     return tuple(alphabet), tuple(special)
 
 
-#: expression nodes with two sub-expressions and nothing else to expand
-_BINARY = frozenset({A.And, A.Or, A.Add, A.Sub, A.Min, A.Max})
-
-
 class _Expander:
     def __init__(self, checked: Checked, alphabet, special) -> None:
         self.checked = checked
@@ -161,7 +157,7 @@ class _Expander:
         x = lambda sub: self.expr(sub, env)  # noqa: E731
         sp = e.span
         kind = type(e)  # the AST's classes have no subclasses
-        if kind in _BINARY:  # the commonest first (a family's body is mostly && || + -)
+        if kind in A.BINARY and kind is not A.Compare:  # the commonest first (&& || + - min max)
             return kind(x(e.left), x(e.right), span=sp)
         if kind is A.Tok:
             value = self.sym(e.symbol, env)

@@ -73,8 +73,7 @@ from .expand import expand
 from .program import Program
 from .typecheck import check_module, symbol_comparison
 
-#: RASP-L primitives (everything else is C-RASP)
-RASPL_NODES = (A.Tokens, A.Indices, A.Map, A.Select, A.Aggregate, A.SelectorWidth)
+RASPL_NODES = A.RASPL_NODES  # the RASP-L primitives (defined with the AST)
 
 #: largest value domain a map may range over (RASP-L maps act on int8: 256 values)
 SMALL = 256

@@ -235,8 +235,6 @@ def _is_node(v) -> bool:
 
 #: nodes without sub-expressions or guards: nothing to rewrite below them
 _LEAVES = frozenset({A.Tok, A.Ref, A.BoolConst, A.IntConst})
-#: nodes with exactly two sub-expressions, ``left`` and ``right``, and no guard
-_BINARY = frozenset({A.And, A.Or, A.Compare, A.Add, A.Sub, A.Min, A.Max})
 
 
 def rewrite_expr(e):
@@ -245,7 +243,7 @@ def rewrite_expr(e):
     t = type(e)
     if t in _LEAVES:  # half of an expanded program's nodes
         return e
-    if t in _BINARY:  # the other commonest: nothing of their own to rewrite
+    if t in A.BINARY:  # the other commonest: nothing of their own to rewrite
         left, right = e.left, e.right
         new_left = left if type(left) in _LEAVES else rewrite_expr(left)
         new_right = right if type(right) in _LEAVES else rewrite_expr(right)
@@ -253,7 +251,7 @@ def rewrite_expr(e):
             return e
         return dataclasses.replace(e, left=new_left, right=new_right)
     kids = {}
-    for name in _traversed(type(e)):
+    for name in _traversed(t):
         v = getattr(e, name)
         if type(v) in _LEAVES:  # skipped without a call
             continue

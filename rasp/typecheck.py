@@ -241,7 +241,7 @@ class _Checker:
             if e.name not in self.imports:
                 raise RaspError(f"'{e.name}' is not imported", e.span, f"add '#import {e.name}'")
             return BOOL
-        if isinstance(e, (A.Tokens, A.Indices, A.Map, A.Select, A.Aggregate, A.SelectorWidth)):
+        if isinstance(e, A.RASPL_NODES):
             self.raspl = True
         if isinstance(e, (A.Tokens, A.Indices)):
             return COUNT
