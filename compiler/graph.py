@@ -693,17 +693,24 @@ class _Builder:
         F: dict = {}  # node -> coefficient in the head value
         I: dict = {}  # literal -> coefficient (bools at the query position)
         for e, k in terms.values():
-            assert isinstance(e, A.Count)
             lit = self.count_lit(e.body)
-            d = 0 if e.guard is None else local_offset(e.guard)
             if e.guard is None:
-                for n, v in B.lit_lin(lit, k).items():
-                    F[n] = F.get(n, 0) + v
+                n, neg = lit
+                if neg:  # real - n
+                    F[REAL] = F.get(REAL, 0) + k
+                    F[n] = F.get(n, 0) - k
+                else:
+                    F[n] = F.get(n, 0) + k
             else:
+                d = local_offset(e.guard)
                 if d > 0:
                     lit = self.local(d, lit)
                 I[lit] = I.get(lit, 0) + k
         F = {n: v for n, v in F.items() if v != 0}
+        if not I:  # no local part: just s_0 (what make_thr makes of [s_0 >= 1])
+            if not F:
+                return B.TRUE if c >= 0 else B.FALSE
+            return B.lit_form(self.sign_lit(F, c, self.hint))
         # the local part as coefficients over nodes plus a constant (at real positions)
         coef: dict = {}
         for (n, neg), k in I.items():
@@ -723,39 +730,34 @@ class _Builder:
             raise RaspError(f"a comparison mixes counts with local counts whose sum ranges over {hi - lo + 1} "
                             f"values (more than {LOCAL_RANGE_CAP}): too large to compile", self.span,
                             "split it into several definitions")
-        nonneg = all(v > 0 for v in F.values())
-        nonpos = all(v < 0 for v in F.values())
         weights: dict = {(n, False): k for n, k in coef.items()}
-        texts: list = []
-
-        def ftext() -> str:
-            if not texts:
-                texts.append(_lin_text(F, self.nodes))
-            return texts[0]
-
+        hint = self.hint if not coef else None
         for m in range(lo, hi + 1):
-            off = c + m
-            if nonneg and off >= 0:
-                lit = B.TRUE_LIT
-            elif nonpos and off < 0:
-                lit = B.FALSE_LIT
-            else:
-                value = dict(F)
-                value[BOS] = off + 0.5
-                vlin = make_lin(value)
-                head = self._node("uniform", ("uniform", vlin),
-                                  lambda: f"({ftext()}{_const_text(off + 0.5)})/(i+1)",
-                                  {"value": vlin}, [n for n, _ in vlin])
-                y = make_lin({head.id: 1, BOS: -(abs(off) + 1)})
-                hint = self.hint if not coef else None
-                sign = self._node("sign", ("sign", y),
-                                  lambda: expr_to_str(hint) if hint is not None else f"{ftext()}{_const_text(off)} >= 0",
-                                  {"input": y}, [head.id, BOS])
-                lit = (sign.id, False)
+            lit = self.sign_lit(F, c + m, hint)
             weights[lit] = weights.get(lit, 0) + 1
-        if not coef:  # no local part: just s_0 (what make_thr makes of [s_0 >= 1])
+        if not coef:
             return B.lit_form(lit)
         return B.thr_form(B.make_thr(weights, hi + 1))
+
+    def sign_lit(self, F: dict, off: int, hint) -> B.Lit:
+        """``s = [F + off >= 0]`` (F a nonzero linear form over count bodies' nodes) as a literal:
+        constant when every coefficient has the sign of ``off``, else the sign node of a uniform head
+        (see the module docstring). ``hint``, the source comparison, labels the sign when given."""
+        if off >= 0 and all(v > 0 for v in F.values()):
+            return B.TRUE_LIT
+        if off < 0 and all(v < 0 for v in F.values()):
+            return B.FALSE_LIT
+        # canonical linear forms (as make_lin makes them) built directly: BOS is node 0 and F has
+        # integer coefficients over nodes above it
+        vlin = ((BOS, off + 0.5), *sorted(F.items()))
+        head = self._node("uniform", ("uniform", vlin),
+                          lambda: f"({_lin_text(F, self.nodes)}{_const_text(off + 0.5)})/(i+1)",
+                          {"value": vlin}, [n for n, _ in vlin])
+        y = ((BOS, -(abs(off) + 1)), (head.id, 1))
+        sign = self._node("sign", ("sign", y),
+                          lambda: expr_to_str(hint) if hint is not None else f"{_lin_text(F, self.nodes)}{_const_text(off)} >= 0",
+                          {"input": y}, [head.id, BOS])
+        return (sign.id, False)
 
 
 def or_operands(e) -> list:

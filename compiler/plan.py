@@ -54,33 +54,36 @@ class Plan:
 def plan_layers(graph: Graph) -> Plan:
     nodes = graph.nodes
     slots = [n.slot for n in nodes]
-    for n in nodes:
-        if n.inputs and max(map(slots.__getitem__, n.inputs)) >= n.slot:
-            i = next(i for i in n.inputs if slots[i] >= n.slot)
-            raise AssertionError(f"node {n.id} ({n.label}) reads node {i} of a later or equal slot")
-    n_layers = max((n.slot // 3 + 1 for n in nodes if n.slot >= 0), default=0)
+    n_layers = max(slots, default=-1) // 3 + 1
     layers = [LayerPlan() for _ in range(n_layers)]
     embed = []
+    local: list[list[int]] = [[] for _ in range(n_layers)]
     for n in nodes:
-        if n.kind in EMBED_KINDS:
+        kind, slot = n.kind, n.slot
+        if n.inputs and max(map(slots.__getitem__, n.inputs)) >= slot:
+            i = next(i for i in n.inputs if slots[i] >= slot)
+            raise AssertionError(f"node {n.id} ({n.label}) reads node {i} of a later or equal slot")
+        if kind == "gate":
+            layers[slot // 3].gates.append(n.id)
+        elif kind == "uniform":
+            layers[slot // 3].heads.append(n.id)
+        elif kind == "sign":
+            layers[slot // 3].signs.append(n.id)
+        elif kind == "local":
+            local[slot // 3].append(n.id)
+        elif kind in EMBED_KINDS:
             embed.append(n.id)
-            continue
-        layer = layers[n.slot // 3]
-        if n.kind in ("uniform", "local"):
-            layer.heads.append(n.id)
-        elif n.kind == "sign":
-            layer.signs.append(n.id)
-        elif n.kind == "gate":
-            layer.gates.append(n.id)
         else:
-            raise AssertionError(n.kind)
-    for layer in layers:
-        layer.heads.sort(key=lambda i: (nodes[i].kind != "uniform", nodes[i].params.get("offset", 0), i))
+            raise AssertionError(kind)
+    for layer, loc in zip(layers, local):
+        # uniform heads in node order (as appended), then local heads by offset (a stable sort)
+        layer.heads.extend(sorted(loc, key=lambda i: nodes[i].params["offset"]))
         index: dict = {}
         for g in layer.gates:
             for pre, coeff in nodes[g].params["neurons"]:
-                if pre not in index:
-                    index[pre] = len(layer.neurons)
+                k = index.get(pre)
+                if k is None:
+                    k = index[pre] = len(layer.neurons)
                     layer.neurons.append(pre)
-                layer.writes.append((g, index[pre], coeff))
+                layer.writes.append((g, k, coeff))
     return Plan(graph, embed, layers)
