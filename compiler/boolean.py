@@ -185,6 +185,15 @@ def and_thr(t: Thr, u: Thr):
             return None
         return Thr(tuple(sorted(lits.items())), len(lits), conjunction=True)
     Wu = u.W
+    tnodes = {l[0] for l, _ in t.lits}
+    if not any(l[0] in tnodes for l, _ in u.lits):
+        # t's literals are new to u: make_thr would keep every weight (none exceeds theta; their gcd
+        # is that of u's weights, which is 1: terms that are not conjunctions come from make_thr or
+        # from here), find no constant (no term has a literal of REAL) and no conjunction (u is none:
+        # its unrequired literals stay unrequired), so W = Wu (m + 1) is the weight the cap checks
+        if Wu * (len(t.lits) + 1) > WEIGHT_CAP:
+            return None
+        return Thr(tuple(sorted([(l, Wu) for l, _ in t.lits] + list(u.lits))), Wu * len(t.lits) + u.theta)
     weights: dict = {}
     for l, _ in t.lits:
         weights[l] = weights.get(l, 0) + Wu

@@ -182,3 +182,32 @@ def test_only_local_counts_on_the_shapes_it_must_refuse():
     ]:
         program = rasp.parse(src)
         assert only_local_counts(program.module) is plain, src
+
+
+def _plain_and_thr(t: B.Thr, u: B.Thr):
+    """and_thr's general case as the module docstring states it: ``[W_U sum_{l in T} l + w_U.x >=
+    W_U m + theta_U]`` normalized by make_thr, None over the weight cap."""
+    weights: dict = {}
+    for l, _ in t.lits:
+        weights[l] = weights.get(l, 0) + u.W
+    for l, w in u.lits:
+        weights[l] = weights.get(l, 0) + w
+    r = B.make_thr(weights, u.W * len(t.lits) + u.theta)
+    return None if isinstance(r, B.Thr) and r.W > B.WEIGHT_CAP else r
+
+
+_lits = st.dictionaries(st.tuples(st.integers(2, 9), st.booleans()), st.integers(1, 40), min_size=1, max_size=7)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_lits, _lits, st.integers(1, 300))
+def test_and_of_a_conjunction_and_a_threshold_term_is_make_thrs(conj, weights, theta):
+    """and_thr builds the and of a conjunction and a threshold term with literals new to it directly;
+    it must be what make_thr makes of the weighted sum (overlapping nodes, a shared gcd and the weight
+    cap included)."""
+    t = B.make_thr(dict.fromkeys(conj, 1), len(conj))
+    u = B.make_thr(weights, min(theta, sum(weights.values())))
+    if not isinstance(t, B.Thr) or not isinstance(u, B.Thr) or not t.conj or u.conj:
+        return
+    got, want = B.and_thr(t, u), _plain_and_thr(t, u)
+    assert got == want and (got is None or isinstance(got, bool) or got.conj == want.conj)
