@@ -288,13 +288,16 @@ class Context(Protocol):
     def exclusive(self, a: Lit, b: Lit) -> bool: ...
     def materialize(self, f: Form) -> Lit: ...
     def forms_exclusive(self, f: Form, g: Form) -> bool: ...
+    def terms_exclusive(self, t: Thr, u: Thr) -> bool: ...  # what terms_exclusive(ctx, t, u) says
 
 
 def ready(ctx: Context, f: Form) -> int:
-    return max((ctx.slot_of(n) for n in f.nodes()), default=-1)
+    return max(map(ctx.slot_of, f.nodes()), default=-1)
 
 
 def terms_exclusive(ctx: Context, t: Thr, u: Thr) -> bool:
+    """Whether t and u never hold together: some literal t requires excludes one u requires (the
+    definition; a context's ``terms_exclusive`` may work it out faster)."""
     return any(ctx.exclusive(a, b) for a in t.required() for b in u.required())
 
 
@@ -307,7 +310,7 @@ def _try_and(ctx: Context, f: Form, g: Form):
         if len(pairs) > cap:  # exclusive pairs vanish (e.g. branches of the same conditional)
             if len(pairs) > 64 * cap:
                 return None
-            pairs = [(t, u) for t, u in pairs if not terms_exclusive(ctx, t, u)]
+            pairs = [(t, u) for t, u in pairs if not ctx.terms_exclusive(t, u)]
             if len(pairs) > cap:
                 return None
         terms = []
@@ -435,7 +438,7 @@ def f_cond(ctx: Context, t: Form, a: Form, b: Form) -> Form:
         T = t.terms[0]
         and_ = f_and if strict else _and_quiet
         x = and_(ctx, t, a)
-        if not b.neg and b.terms and all(terms_exclusive(ctx, T, u) for u in b.terms):
+        if not b.neg and b.terms and all(ctx.terms_exclusive(T, u) for u in b.terms):
             y = b  # every term of b already excludes t (e.g. another token): "not t" adds nothing
         else:
             y = and_(ctx, f_not(t), b)

@@ -167,6 +167,7 @@ class _Builder:
         self.defs = {d.name: d for d in core.defs}
         self.nodes: list[Node] = []
         self.slots: list[int] = []  # node id -> its slot (read for every new node's inputs)
+        self.slot_of = self.slots.__getitem__  # boolean.Context's slot_of, a C call
         self.keys: dict = {}
         self.bool_memo: dict = {}
         self.def_forms: dict[str, Form] = {}
@@ -182,6 +183,7 @@ class _Builder:
         self._and_memo: dict = {}  # (form, form) -> their and
         self._or_memo: dict = {}  # (form, form) -> their or
         self._pairs: dict = {}
+        self._req: dict = {}  # threshold term -> what terms_exclusive needs of it
         # the core's symbols are a computed property: read them once
         self.symbols: tuple[str, ...] = core.symbols
         self.symbol_index = {s: k for k, s in enumerate(self.symbols)}
@@ -208,9 +210,6 @@ class _Builder:
         self.slots.append(slot)
         self.keys[key] = n.id
         return n
-
-    def slot_of(self, node: int) -> int:
-        return self.slots[node]
 
     def token(self, symbol: str) -> Node:
         return self._node("token", ("token", symbol), f'"{symbol}"', {"symbol": symbol}, ())
@@ -278,7 +277,30 @@ class _Builder:
         tf, tg = self._form_tokens(f), self._form_tokens(g)
         if tf is not None and tg is not None and not (tf & tg):
             return True
-        return all(B.terms_exclusive(self, t, u) for t in f.terms for u in g.terms)
+        return all(self.terms_exclusive(t, u) for t in f.terms for u in g.terms)
+
+    def terms_exclusive(self, t: B.Thr, u: B.Thr) -> bool:
+        """:func:`~.boolean.terms_exclusive` (some literal t requires excludes one u requires, by
+        :meth:`exclusive`) without trying every pair: two distinct tokens, one required by each; a
+        literal and its negation; else only periodic pairs need a look."""
+        rt, tt, pt = self._required(t)
+        ru, tu, pu = self._required(u)
+        if tt and tu and len(tt | tu) > 1:
+            return True
+        if any((n, not neg) in ru for n, neg in rt):
+            return True
+        return bool(pt and pu) and any(self.exclusive(a, b) for a in pt for b in pu)
+
+    def _required(self, t: B.Thr) -> tuple:
+        """(t's required literals, the tokens among them that are positive, the periodic ones)."""
+        hit = self._req.get(t)
+        if hit is None:
+            req = t.required()
+            nodes = self.nodes
+            toks = frozenset(n for n, neg in req if not neg and nodes[n].kind == "token")
+            per = tuple(l for l in req if nodes[l[0]].kind == "periodic")
+            hit = self._req[t] = (frozenset(req), toks, per)
+        return hit
 
     def _form_tokens(self, f: Form):
         """The tokens the terms of f require, one per term and all different; else None."""

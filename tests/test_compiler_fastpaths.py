@@ -211,3 +211,26 @@ def test_and_of_a_conjunction_and_a_threshold_term_is_make_thrs(conj, weights, t
         return
     got, want = B.and_thr(t, u), _plain_and_thr(t, u)
     assert got == want and (got is None or isinstance(got, bool) or got.conj == want.conj)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.dictionaries(st.tuples(st.integers(0, 8), st.booleans()), st.integers(1, 3), min_size=1,
+                                max_size=4), min_size=2, max_size=2),
+       st.integers(1, 4), st.integers(1, 4))
+def test_builder_terms_exclusive_is_the_definition(weight_maps, theta_t, theta_u):
+    """The graph builder decides the exclusivity of two threshold terms from their required tokens,
+    negations and periodic literals; it must say what boolean.terms_exclusive (every pair of required
+    literals through ``exclusive``) says, over tokens, periodic literals and gates."""
+    core = rasp.parse("alphabet a b c\nX = exists \"a\"\noutput accept X\n").core
+    b = G._Builder(core)
+    ids = [b.token(s).id for s in "abc"]
+    ids += [b.periodic(2, frozenset({0}))[0], b.periodic(3, frozenset({1, 2}))[0], b.periodic(6, frozenset({0, 3}))[0]]
+    ids += [b._node("gate", ("gate", k), f"g{k}", {"neurons": ()}, ()).id for k in range(3)]
+    terms = []
+    for weights, theta in zip(weight_maps, (theta_t, theta_u)):
+        t = B.make_thr({(ids[n], neg): w for (n, neg), w in weights.items()}, min(theta, sum(weights.values())))
+        if not isinstance(t, B.Thr):
+            return
+        terms.append(t)
+    t, u = terms
+    assert b.terms_exclusive(t, u) == B.terms_exclusive(b, t, u) == b.terms_exclusive(u, t)

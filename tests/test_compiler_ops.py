@@ -316,6 +316,9 @@ class _Ctx:
     def forms_exclusive(self, f, g):
         return all(B.terms_exclusive(self, t, u) for t in f.terms for u in g.terms)
 
+    def terms_exclusive(self, t, u):
+        return B.terms_exclusive(self, t, u)
+
     def materialize(self, f):
         lit = B.as_lit(f)
         if lit is not None:
