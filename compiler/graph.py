@@ -490,22 +490,23 @@ class _Builder:
         """Add ``k * e`` to ``acc`` (count subterm -> coefficient); returns the constant part."""
         if k == 0:
             return 0
-        if isinstance(e, A.IntConst):
-            return k * e.value
-        if isinstance(e, A.Add):
-            return self.flatten(e.left, k, acc) + self.flatten(e.right, k, acc)
-        if isinstance(e, A.Sub):
-            return self.flatten(e.left, k, acc) + self.flatten(e.right, -k, acc)
-        if isinstance(e, A.Scale):
-            return self.flatten(e.operand, k * e.k, acc)
-        if isinstance(e, A.Ref):
+        kind = type(e)  # the AST's classes have no subclasses
+        if kind is A.Ref:
             return self.flatten(self.defs[e.name].expr, k, acc)
-        if isinstance(e, (A.Count, A.Min, A.Max, A.Cond)):
+        if kind is A.IntConst:
+            return k * e.value
+        if kind is A.Count or kind is A.Cond or kind is A.Min or kind is A.Max:
             # keyed by identity: hashing deep expression trees is slow (equal subtrees that are
             # distinct objects still meet in the head value, which merges nodes)
             old = acc.get(id(e))
             acc[id(e)] = (e, k + (old[1] if old else 0))
             return 0
+        if kind is A.Add:
+            return self.flatten(e.left, k, acc) + self.flatten(e.right, k, acc)
+        if kind is A.Sub:
+            return self.flatten(e.left, k, acc) + self.flatten(e.right, -k, acc)
+        if kind is A.Scale:
+            return self.flatten(e.operand, k * e.k, acc)
         raise RaspError(f"'{expr_to_str(e)}' is not a count operation of C-RASP", e.span, HINT)
 
     def _with(self, terms: dict, c: int, e, k: int):
@@ -729,10 +730,17 @@ class _Builder:
                     lit = self.local(d, lit)
                 I[lit] = I.get(lit, 0) + k
         F = {n: v for n, v in F.items() if v != 0}
+        texts: list = []
+
+        def ftext() -> str:  # F as text, for labels: made once, and only if a new node needs it
+            if not texts:
+                texts.append(_lin_text(F, self.nodes))
+            return texts[0]
+
         if not I:  # no local part: just s_0 (what make_thr makes of [s_0 >= 1])
             if not F:
                 return B.TRUE if c >= 0 else B.FALSE
-            return B.lit_form(self.sign_lit(F, c, self.hint))
+            return B.lit_form(self.sign_lit(F, c, self.hint, ftext))
         # the local part as coefficients over nodes plus a constant (at real positions)
         coef: dict = {}
         for (n, neg), k in I.items():
@@ -755,16 +763,17 @@ class _Builder:
         weights: dict = {(n, False): k for n, k in coef.items()}
         hint = self.hint if not coef else None
         for m in range(lo, hi + 1):
-            lit = self.sign_lit(F, c + m, hint)
+            lit = self.sign_lit(F, c + m, hint, ftext)
             weights[lit] = weights.get(lit, 0) + 1
         if not coef:
             return B.lit_form(lit)
         return B.thr_form(B.make_thr(weights, hi + 1))
 
-    def sign_lit(self, F: dict, off: int, hint) -> B.Lit:
+    def sign_lit(self, F: dict, off: int, hint, ftext) -> B.Lit:
         """``s = [F + off >= 0]`` (F a nonzero linear form over count bodies' nodes) as a literal:
         constant when every coefficient has the sign of ``off``, else the sign node of a uniform head
-        (see the module docstring). ``hint``, the source comparison, labels the sign when given."""
+        (see the module docstring). ``hint``, the source comparison, labels the sign when given;
+        ``ftext()`` is F as text."""
         if off >= 0 and all(v > 0 for v in F.values()):
             return B.TRUE_LIT
         if off < 0 and all(v < 0 for v in F.values()):
@@ -773,11 +782,11 @@ class _Builder:
         # integer coefficients over nodes above it
         vlin = ((BOS, off + 0.5), *sorted(F.items()))
         head = self._node("uniform", ("uniform", vlin),
-                          lambda: f"({_lin_text(F, self.nodes)}{_const_text(off + 0.5)})/(i+1)",
+                          lambda: f"({ftext()}{_const_text(off + 0.5)})/(i+1)",
                           {"value": vlin}, [n for n, _ in vlin])
         y = ((BOS, -(abs(off) + 1)), (head.id, 1))
         sign = self._node("sign", ("sign", y),
-                          lambda: expr_to_str(hint) if hint is not None else f"{_lin_text(F, self.nodes)}{_const_text(off)} >= 0",
+                          lambda: expr_to_str(hint) if hint is not None else f"{ftext()}{_const_text(off)} >= 0",
                           {"input": y}, [head.id, BOS])
         return (sign.id, False)
 
