@@ -106,8 +106,8 @@ class Graph:
     special: tuple[str, ...]
     definitions: dict[str, str] = field(default_factory=dict)  # name -> how it is realized
 
-    @property
-    def periods(self) -> list[int]:
+    @functools.cached_property
+    def periods(self) -> list[int]:  # the graph is complete when anything asks (a scan of every node)
         return sorted({n.params["period"] for n in self.nodes if n.kind == "periodic"})
 
 

@@ -541,7 +541,7 @@ def test_layers_size_and_labels():
     assert shape == (2, 3) and idx.tolist() == [[1], [2]] and vals.tolist() == [3.0]
     # whole rows are linear forms over graph nodes, put at each node's dimension, summed with entries
     w = COO(3, 4)
-    w.add((2, 0), 1.0), w.row(2, ((5, 0.5), (7, -2))), w.row(0, ((6, 3),)), w.row(1, ()), w.add((0, 3), -3.0)
+    w.add((2, 0), 1.0), w.rows([((6, 3),), (), ((5, 0.5), (7, -2))]), w.add((0, 3), -3.0)
     dims = np.array([0, 0, 0, 0, 0, 1, 3, 0])  # node 5 -> dimension 1, node 6 -> 3, node 7 -> 0
     shape, idx, vals = w.arrays(dims)
     assert shape == (3, 4) and idx.tolist() == [[2, 2], [0, 1]] and vals.tolist() == [-1.0, 0.5]
