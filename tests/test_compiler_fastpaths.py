@@ -202,14 +202,16 @@ _lits = st.dictionaries(st.tuples(st.integers(2, 9), st.booleans()), st.integers
 @settings(max_examples=2000, deadline=None)
 @given(_lits, _lits, st.integers(1, 300))
 def test_and_of_a_conjunction_and_a_threshold_term_is_make_thrs(conj, weights, theta):
-    """and_thr builds the and of a conjunction and a threshold term with literals new to it directly;
-    it must be what make_thr makes of the weighted sum (overlapping nodes, a shared gcd and the weight
-    cap included)."""
+    """and_thr builds the and of a conjunction and a threshold term directly: the union of two
+    conjunctions (false when one has a literal the other negates), or the weighted sum over literals
+    new to the conjunction; it must be what make_thr makes of the weighted sum (overlapping nodes, a
+    shared gcd and the weight cap included)."""
     t = B.make_thr(dict.fromkeys(conj, 1), len(conj))
     u = B.make_thr(weights, min(theta, sum(weights.values())))
-    if not isinstance(t, B.Thr) or not isinstance(u, B.Thr) or not t.conj or u.conj:
+    if not isinstance(t, B.Thr) or not isinstance(u, B.Thr) or not t.conj:
         return
     got, want = B.and_thr(t, u), _plain_and_thr(t, u)
+    assert got == B.and_thr(u, t)
     assert got == want and (got is None or isinstance(got, bool) or got.conj == want.conj)
 
 
