@@ -184,6 +184,8 @@ class _Builder:
         self._or_memo: dict = {}  # (form, form) -> their or
         self._pairs: dict = {}
         self._req: dict = {}  # threshold term -> what terms_exclusive needs of it
+        self._token_lits: set = set()  # (token node, False): a token's positive literal
+        self._periodic_lits: set = set()  # both literals of every periodic node
         # the core's symbols are a computed property: read them once
         self.symbols: tuple[str, ...] = core.symbols
         self.symbol_index = {s: k for k, s in enumerate(self.symbols)}
@@ -212,7 +214,9 @@ class _Builder:
         return n
 
     def token(self, symbol: str) -> Node:
-        return self._node("token", ("token", symbol), f'"{symbol}"', {"symbol": symbol}, ())
+        n = self._node("token", ("token", symbol), f'"{symbol}"', {"symbol": symbol}, ())
+        self._token_lits.add((n.id, False))
+        return n
 
     def periodic(self, M: int, residues: frozenset) -> B.Lit:
         if not residues:
@@ -223,6 +227,7 @@ class _Builder:
         label = (f"pos[i % {M} == {rs[0]}]" if len(rs) == 1
                  else f"pos[i % {M} in {{{', '.join(map(str, rs))}}}]")
         n = self._node("periodic", ("periodic", M, tuple(rs)), label, {"period": M, "residues": tuple(rs)}, ())
+        self._periodic_lits.update(((n.id, False), (n.id, True)))
         return (n.id, False)
 
     def lit_name(self, l: B.Lit) -> str:
@@ -295,11 +300,9 @@ class _Builder:
         """(t's required literals, the tokens among them that are positive, the periodic ones)."""
         hit = self._req.get(t)
         if hit is None:
-            req = t.required()
-            nodes = self.nodes
-            toks = frozenset(n for n, neg in req if not neg and nodes[n].kind == "token")
-            per = tuple(l for l in req if nodes[l[0]].kind == "periodic")
-            hit = self._req[t] = (frozenset(req), toks, per)
+            req = frozenset(t.required())
+            toks = frozenset(n for n, _ in req & self._token_lits)
+            hit = self._req[t] = (req, toks, tuple(req & self._periodic_lits))
         return hit
 
     def _form_tokens(self, f: Form):
@@ -312,8 +315,8 @@ class _Builder:
         for t in f.terms:
             tok = term_token.get(t, -1)
             if tok == -1:
-                req = [l[0] for l in t.required() if not l[1] and self.nodes[l[0]].kind == "token"]
-                tok = term_token[t] = req[0] if len(req) == 1 else None
+                req = self._token_lits.intersection(t.required())
+                tok = term_token[t] = next(iter(req))[0] if len(req) == 1 else None
             if tok is None:
                 break
             toks.add(tok)
