@@ -86,7 +86,7 @@ class Thr:
     """``[sum w * l >= theta]`` over literals of distinct nodes, 1 <= theta <= W. Immutable; the
     derived quantities and the hash are computed once."""
 
-    __slots__ = ("lits", "theta", "W", "conj", "_hash", "_required", "_litset", "_flips")
+    __slots__ = ("lits", "theta", "W", "conj", "_hash", "_required", "_flips")
 
     def __init__(self, lits: tuple, theta: int, conjunction: bool = False) -> None:
         """``conjunction``: the caller knows every weight is 1 and theta is their number."""
@@ -100,7 +100,7 @@ class Thr:
             # every literal must hold: W - w < theta for every w, i.e. for the smallest
             self.conj = not ws or self.W - min(ws) < theta
         self._hash = hash((lits, theta))
-        self._required = self._litset = self._flips = None
+        self._required = self._flips = None
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Thr) and self._hash == other._hash and self.lits == other.lits and self.theta == other.theta
@@ -117,12 +117,6 @@ class Thr:
             self._required = (tuple(map(_literal, self.lits)) if self.conj  # a conjunction needs them all
                               else tuple(l for l, w in self.lits if self.W - w < self.theta))
         return self._required
-
-    def litset(self) -> frozenset:
-        """The literals, as a set."""
-        if self._litset is None:
-            self._litset = frozenset(map(_literal, self.lits))
-        return self._litset
 
     def flips(self) -> frozenset:
         """The negations of the literals, as a set."""
@@ -194,12 +188,12 @@ def and_thr(t: Thr, u: Thr):
         return None
     if u.conj:  # the common case, directly: the union of the literals (what make_thr would return)
         # x and not x: false (the smaller term's negations, a set kept with it, against the larger's
-        # literals: conditional chains and long conjunctions with a short one, over and over)
+        # literals as a dict's keys: conditional chains and long conjunctions with a short one)
         small, big = (t, u) if len(t.lits) <= len(u.lits) else (u, t)
-        if not big.litset().isdisjoint(small.flips()):
+        lits = dict(big.lits)
+        if not lits.keys().isdisjoint(small.flips()):
             return False
-        lits = dict(t.lits)
-        lits.update(u.lits)  # a conjunction's weights are all 1
+        lits.update(small.lits)  # a conjunction's weights are all 1
         if len(lits) > WEIGHT_CAP:
             return None
         return Thr(tuple(sorted(lits.items())), len(lits), conjunction=True)
