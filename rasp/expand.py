@@ -154,11 +154,11 @@ class _Expander:
         return A.balanced(lambda a, b: node_type(a, b, span=span), parts)
 
     def expr(self, e, env: dict[str, str]):
-        x = lambda sub: self.expr(sub, env)  # noqa: E731
+        x = self.expr  # children: x(child, env) (a bound method, not a closure: one call per child)
         sp = e.span
         kind = type(e)  # the AST's classes have no subclasses
         if kind in A.BINARY and kind is not A.Compare:  # the commonest first (&& || + - min max)
-            return kind(x(e.left), x(e.right), span=sp)
+            return kind(x(e.left, env), x(e.right, env), span=sp)
         if kind is A.Tok:
             value = self.sym(e.symbol, env)
             if type(e.symbol) is A.SymLit:
@@ -186,41 +186,40 @@ class _Expander:
                                     f"e.g. Q[\"{a}\"]")
             hit = self._leaves[key] = A.Ref(instance_key(e.name, args), span=sp)
             return hit
-        if isinstance(e, A.PosName):
-            return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
-        if isinstance(e, A.Not):
-            return A.Not(x(e.operand), span=sp)
-        if isinstance(e, A.Compare) and symbol_comparison(e, env):
-            left, right = (env[v.name] if isinstance(v, A.Ref) else self.sym(v.symbol, env) for v in (e.left, e.right))
-            return A.BoolConst(bool(_SYMBOL_CMP[e.op](self.codes_of[left], self.codes_of[right])), span=sp)
-        if isinstance(e, A.Compare):
-            return A.Compare(e.op, x(e.left), x(e.right), span=sp)
-        if isinstance(e, A.Count):
-            return A.Count(self.guard(e.guard), x(e.body), span=sp)
-        if isinstance(e, A.Exists):
-            return A.Compare(">=", A.Count(self.guard(e.guard), x(e.body), span=sp), A.IntConst(1, span=sp), span=sp)
-        if isinstance(e, A.Cond):
-            return A.Cond(x(e.test), x(e.then), x(e.other), span=sp)
-        if isinstance(e, A.Scale):
-            return A.Scale(e.k, x(e.operand), span=sp)
-        if isinstance(e, A.Neg):
-            return A.Scale(-1, x(e.operand), span=sp)
-        if isinstance(e, A.PosPred):
-            return e
-        if isinstance(e, (A.Tokens, A.Indices)):
-            return e
-        if isinstance(e, A.Map):
-            return A.Map(e.params, self.codes(e.body), tuple(x(a) for a in e.args), span=sp)
-        if isinstance(e, A.Select):
-            return A.Select(x(e.keys), x(e.queries), e.op, span=sp)
-        if isinstance(e, A.Aggregate):
-            return A.Aggregate(x(e.selector), x(e.values), e.reduction, e.default, span=sp)
-        if isinstance(e, A.SelectorWidth):
-            return A.SelectorWidth(x(e.selector), span=sp)
-        if isinstance(e, A.Quant):
+        # the rest by type, the kinds of families' bodies first (exists, comparisons, counts, not)
+        if kind is A.Exists:
+            return A.Compare(">=", A.Count(self.guard(e.guard), x(e.body, env), span=sp), A.IntConst(1, span=sp), span=sp)
+        if kind is A.Compare:
+            if symbol_comparison(e, env):
+                left, right = (env[v.name] if isinstance(v, A.Ref) else self.sym(v.symbol, env) for v in (e.left, e.right))
+                return A.BoolConst(bool(_SYMBOL_CMP[e.op](self.codes_of[left], self.codes_of[right])), span=sp)
+            return A.Compare(e.op, x(e.left, env), x(e.right, env), span=sp)
+        if kind is A.Count:
+            return A.Count(self.guard(e.guard), x(e.body, env), span=sp)
+        if kind is A.Not:
+            return A.Not(x(e.operand, env), span=sp)
+        if kind is A.Quant:
             parts = [self.expr(e.body, {**env, e.var: a}) for a in self.alphabet]
             node = {"any": A.Or, "all": A.And, "sum": A.Add}[e.op]
             return self.chain(node, parts, sp)
+        if kind is A.Cond:
+            return A.Cond(x(e.test, env), x(e.then, env), x(e.other, env), span=sp)
+        if kind is A.Scale:
+            return A.Scale(e.k, x(e.operand, env), span=sp)
+        if kind is A.Neg:
+            return A.Scale(-1, x(e.operand, env), span=sp)
+        if kind is A.PosName:
+            return A.PosPred(A.Rel(builtins.UNARY[e.name], span=sp), span=sp)
+        if kind is A.PosPred or kind is A.Tokens or kind is A.Indices:
+            return e
+        if kind is A.Map:
+            return A.Map(e.params, self.codes(e.body), tuple(x(a, env) for a in e.args), span=sp)
+        if kind is A.Select:
+            return A.Select(x(e.keys, env), x(e.queries, env), e.op, span=sp)
+        if kind is A.Aggregate:
+            return A.Aggregate(x(e.selector, env), x(e.values, env), e.reduction, e.default, span=sp)
+        if kind is A.SelectorWidth:
+            return A.SelectorWidth(x(e.selector, env), span=sp)
         raise TypeError(f"unexpected node {e!r}")
 
 
