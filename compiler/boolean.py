@@ -124,9 +124,6 @@ class Thr:
             self._flips = frozenset((n, not neg) for (n, neg), _ in self.lits)
         return self._flips
 
-    def nodes(self) -> set:
-        return {l[0] for l, _ in self.lits}
-
     def eval(self, assign: dict) -> bool:
         return sum(w * (assign[l[0]] ^ int(l[1])) for l, w in self.lits) >= self.theta
 

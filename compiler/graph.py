@@ -52,7 +52,6 @@ from rasp import ast as A
 from rasp.errors import RaspError
 from rasp.guards import periodic_residues
 from rasp.printer import expr_to_str
-from rasp.raspl import RASPL_NODES
 from rasp.rewrite import local_offset
 
 from . import boolean as B
@@ -126,7 +125,7 @@ def check_class(core: A.CoreProgram, walk: bool = True) -> None:
     """Raise a located :class:`RaspError` for the first construct outside C-RASP[periodic, local].
     ``walk=False`` checks only the definitions' types: for a core program whose expressions are known
     to be in normal form (:func:`rasp.rewrite.only_local_counts` of its module)."""
-    raspl = set(RASPL_NODES)
+    raspl = set(A.RASPL_NODES)
     checked = raspl | {A.Count, A.Exists, A.PosPred}  # the kinds that can be outside the class
     for d in core.defs:
         if d.type not in (A.BOOL, A.COUNT):
@@ -721,12 +720,8 @@ class _Builder:
         for e, k in terms.values():
             lit = self.count_lit(e.body)
             if e.guard is None:
-                n, neg = lit
-                if neg:  # real - n
-                    F[REAL] = F.get(REAL, 0) + k
-                    F[n] = F.get(n, 0) - k
-                else:
-                    F[n] = F.get(n, 0) + k
+                for n, v in B.lit_lin(lit, k).items():
+                    F[n] = F.get(n, 0) + v
             else:
                 d = local_offset(e.guard)
                 if d > 0:
