@@ -42,6 +42,7 @@ builder's :meth:`Context.materialize`), which turns it into a literal, and the c
 """
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import operator
@@ -176,6 +177,19 @@ def not_thr(t: Thr):
     return make_thr({flip(l): w for l, w in t.lits}, t.W - t.theta + 1)
 
 
+def _and_lit(t: Thr, l: Lit):
+    """Conjunction ``t`` and the literal ``l``: the literal put in its place in t's sorted literals
+    (a binary search; literals are sorted by node, and t has at most one per node), the result
+    and_thr's general case gives (t itself when l is there, False when its negation is)."""
+    lits = t.lits
+    i = bisect.bisect_left(lits, ((l[0], False),))  # the first literal of a node >= l's
+    if i < len(lits) and lits[i][0][0] == l[0]:
+        return t if lits[i][0] == l else False
+    if len(lits) + 1 > WEIGHT_CAP:
+        return None
+    return Thr(lits[:i] + ((l, 1),) + lits[i:], len(lits) + 1, conjunction=True)
+
+
 def and_thr(t: Thr, u: Thr):
     """The conjunction as one threshold term, or None when neither is a conjunction (or the weights
     would exceed the cap)."""
@@ -187,6 +201,9 @@ def and_thr(t: Thr, u: Thr):
         # x and not x: false (the smaller term's negations, a set kept with it, against the larger's
         # literals as a dict's keys: conditional chains and long conjunctions with a short one)
         small, big = (t, u) if len(t.lits) <= len(u.lits) else (u, t)
+        if len(small.lits) == 1 and len(big.lits) > 8:  # a literal more to a long conjunction (a
+            # conditional chain's branch, one level at a time): no copy into a dict and no sort
+            return _and_lit(big, small.lits[0][0])
         lits = dict(big.lits)
         if not lits.keys().isdisjoint(small.flips()):
             return False

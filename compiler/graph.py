@@ -550,7 +550,10 @@ class _Builder:
                 rest = dict(terms)
                 del rest[key]
                 if isinstance(e, A.Cond):
-                    _, p_then, p_else = self.decide(e.test, path)
+                    decision = self.decide(e.test, path)
+                    if type(e.other) is A.Cond and self.only_counts(rest):
+                        return self.cond_chain(e, decision, k, rest, c, eq)
+                    _, p_then, p_else = decision
                     a = self.ge0(*self._with(rest, c, e.then, k), p_then, eq)
                     b = self.ge0(*self._with(rest, c, e.other, k), p_else, eq)
                     test = self.bool_expr(e.test)
@@ -568,6 +571,37 @@ class _Builder:
                 conj = isinstance(e, A.Min) == (k > 0)  # min >= ... : both; max >= ... : either
                 return self.f_and(a, b) if conj else self.f_or(a, b)
         return self.leaf(terms, c, path, eq)
+
+    def cond_chain(self, e: A.Cond, decision, k: int, rest: dict, c: int, eq: bool) -> Form:
+        """:meth:`ge0` of ``k * (v0 if t0 else v1 if t1 else ...) + rest + c`` where ``rest`` is only
+        counts and ``decision`` is what :meth:`decide` said of t0: what ge0's recursion builds, one
+        level per loop instead of one recursive call per level (a lowered RASP-L value is a chain of
+        one branch per token code, compared with every family instance's constant).
+
+        ge0 on ``rest + (v1 if t1 else ...)`` under t0's else path would decide nothing but t1 (rest
+        has no conditional), split nothing (split_by_token needs two conditionals) and take t1's
+        branches next, as here; the chain stops where the path decides a test or the else branch is
+        not a conditional, and ge0 takes over. The then branches are built first, top to bottom,
+        then the tests and the conditionals bottom up: the order in which the recursion makes nodes,
+        so the model is the same."""
+        levels = []
+        while True:
+            _, p_then, p_else = decision
+            levels.append((e, self.ge0(*self._with(rest, c, e.then, k), p_then, eq)))
+            nxt = e.other
+            if type(nxt) is not A.Cond:
+                break
+            decision = self.decide(nxt.test, p_else)
+            if decision[0] is not None:
+                break
+            e = nxt
+        b = self.ge0(*self._with(rest, c, nxt, k), p_else, eq)
+        for e, a in reversed(levels):
+            test = self.bool_expr(e.test)
+            if type(e.other) is A.Cond and B.as_lit(test) is None:
+                test = B.lit_form(self.materialize(test))
+            b = B.f_cond(self, test, a, b)
+        return b
 
     @staticmethod
     def only_counts(terms: dict) -> bool:
@@ -691,8 +725,8 @@ class _Builder:
         if isinstance(e, A.PosPred):
             M, R = periodic_residues(e.rel.expr)
             return (M, frozenset((k, r) for k in range(ntok) for r in R))
-        if isinstance(e, A.BoolConst):
-            return (1, frozenset((k, 0) for k in range(ntok)) if e.value else frozenset())
+        if isinstance(e, A.BoolConst):  # every token or none: the start path's set, shared
+            return (1, self._start_path[1] if e.value else frozenset())
         if isinstance(e, A.Ref) and self.defs[e.name].type == A.BOOL:
             return self.test_pairs(self.defs[e.name].expr)
         if isinstance(e, A.Not):

@@ -118,6 +118,35 @@ class _Expander:
         # (written leaf, the symbols it is instantiated with) -> its expansion: every instance of a
         # family that reads Q[y] or P[x] with the same symbols shares one node (nodes are immutable)
         self._leaves: dict[tuple, object] = {}
+        # id of a written subtree that reads no family variable -> None until expanded, then its
+        # expansion, which every instance shares (see :meth:`mark_closed`)
+        self._closed: dict[int, object] = {}
+
+    def mark_closed(self, e, variables: frozenset) -> bool:
+        """Record the largest subtrees of ``e`` whose expansion cannot depend on the family's
+        symbols: no ``SymVar`` (``Q[x]``, ``P[x]``) and no bare reference to a variable name (a symbol
+        comparison ``x == "a"``). Every instance of a family then shares one expansion of each, so a
+        lowered RASP-L family ``NEXT[x] = ... && tokens != END && OUT == CODE[x]`` builds its
+        151-branch ``tokens != END`` once, not once per symbol, and passes that memoize by identity
+        (the compiler's graph) see one object. Returns whether ``e`` itself is closed."""
+        kind = type(e)
+        if kind is A.Tok:
+            return type(e.symbol) is not A.SymVar
+        if kind is A.Ref:
+            if e.indices:
+                return all(type(s) is not A.SymVar for s in e.indices)
+            return e.name not in variables
+        if kind is A.Quant:
+            self.mark_closed(e.body, variables | {e.var})
+            return False
+        kids = A.children(e)
+        flags = [self.mark_closed(c, variables) for c in kids]
+        if all(flags):
+            return True
+        for c, closed in zip(kids, flags):
+            if closed and A.children(c):  # leaves are shared through _leaves already
+                self._closed[id(c)] = None
+        return False
 
     def sym(self, s: A.SymRef, env: dict[str, str]) -> str:
         if isinstance(s, A.SymVar):
@@ -154,6 +183,15 @@ class _Expander:
         return A.balanced(lambda a, b: node_type(a, b, span=span), parts)
 
     def expr(self, e, env: dict[str, str]):
+        if self._closed:
+            hit = self._closed.get(id(e), False)
+            if hit is not False:  # a closed subtree (see mark_closed): expanded once
+                if hit is None:
+                    hit = self._closed[id(e)] = self._expr(e, env)
+                return hit
+        return self._expr(e, env)
+
+    def _expr(self, e, env: dict[str, str]):
         x = self.expr  # children: x(child, env) (a bound method, not a closure: one call per child)
         sp = e.span
         kind = type(e)  # the AST's classes have no subclasses
@@ -228,6 +266,12 @@ def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...
     alphabet, special = resolve_alphabet(module, checked, alphabet_override)
     check_magnitudes(checked, len(alphabet))
     ex = _Expander(checked, alphabet, special)
+    for name in checked.order:
+        sig = checked.signatures[name]
+        if sig.arity and len(alphabet) > 1:  # instances would repeat what does not depend on the symbols
+            e = sig.definition.expr
+            if ex.mark_closed(e, frozenset(p.name for p in sig.definition.params)) and A.children(e):
+                ex._closed[id(e)] = None  # the whole body: every instance is the same expression
     defs: list[A.CoreDef] = []
     for name in checked.order:
         sig = checked.signatures[name]

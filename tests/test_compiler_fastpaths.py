@@ -3,7 +3,7 @@
 `compiler/graph.py` has shortcuts that keep compile time linear in the expanded program (see
 docs/compiler.md, "Compile time"): one-step splitting of token-determined sums, or-chains folded as
 running sums, comparisons and and/or pairs worked out once, the and of two single terms built
-directly, a comparison of plain counts sent straight to its atom. Each is switched off here in turn (the
+directly, a comparison of plain counts sent straight to its atom, a conditional chain walked in a loop. Each is switched off here in turn (the
 plain construction: pairwise splits, pairwise folds, no memos) and the model must be the same, weight
 for weight and label for label, on the programs that use it and on random programs."""
 from __future__ import annotations
@@ -38,6 +38,18 @@ def _plain_and_quiet(ctx, f, g):
     return B._try_and(ctx, B.norm(f), B.norm(g))
 
 
+def _plain_cond_chain(self, e, decision, k, rest, c, eq):
+    """One level of a conditional chain, the rest by ge0's recursion (what ge0 did before
+    cond_chain)."""
+    _, p_then, p_else = decision
+    a = self.ge0(*self._with(rest, c, e.then, k), p_then, eq)
+    b = self.ge0(*self._with(rest, c, e.other, k), p_else, eq)
+    test = self.bool_expr(e.test)
+    if isinstance(e.other, rasp.ast.Cond) and B.as_lit(test) is None:
+        test = B.lit_form(self.materialize(test))
+    return B.f_cond(self, test, a, b)
+
+
 #: shortcut -> (where it lives, its name there, the plain construction)
 PLAIN = {
     "split_by_token": (G._Builder, "split_by_token", lambda self, terms, c, path, eq: None),
@@ -48,6 +60,7 @@ PLAIN = {
     "and_single_terms": (B, "_and_quiet", _plain_and_quiet),
     "only_counts": (G._Builder, "only_counts", staticmethod(lambda terms: False)),
     "only_local_counts": (compiler.api, "only_local_counts", lambda module: False),
+    "cond_chain": (G._Builder, "cond_chain", _plain_cond_chain),
 }
 
 
@@ -63,8 +76,12 @@ def _compile_plain(program, monkeypatch, shortcut: str):
 
 
 def _alphabet(path: str, n: int | None):
+    """The program over n symbols; a RASP-L program as its lowered C-RASP program."""
+    from rasp import raspl
+
     p = rasp.load(path)
-    return p.with_alphabet([str(k) for k in range(n)]) if n else p
+    p = p.with_alphabet([str(k) for k in range(n)]) if n else p
+    return raspl.lower(p) if raspl.uses_raspl(p) else p
 
 
 CASES = [  # (program, alphabet size or None, the shortcuts it exercises)
@@ -75,6 +92,9 @@ CASES = [  # (program, alphabet size or None, the shortcuts it exercises)
                                 "only_local_counts"]),
     ("programs/majority.rasp", None, ["split_by_token", "compare", "f_and", "f_or", "and_single_terms", "only_counts",
                                       "only_local_counts"]),
+    # lowered RASP-L values: chains of one conditional per token code, compared with constants
+    ("programs/raspl_count.rasp", 9, ["cond_chain", "split_by_token", "compare", "f_and", "f_or"]),
+    ("programs/raspl_ur.rasp", 8, ["cond_chain", "compare"]),
 ]
 
 
@@ -105,12 +125,26 @@ Y = X && !X
 Z = ("a" && P1 && P3 && P7) || ("b" && P2 && P5 && P8) || ("c" && P4 && P6) || Y
 output accept Z
 '''
-INLINE = {OVERLAP: "overlapping-or", ATOMS: "single-counts"}
+#: conditional chains compared with counts: the path decides a test in the middle of the chain (the
+#: second "a" is false once "a" is, "c" true once only "c" is left), a chain under a periodic test,
+#: a chain whose else branch is a reference, and equality (both atoms per branch)
+CHAIN = '''alphabet a b c
+V = #"a" if "a" else #"b" if "b" else 2 * #"c" if "a" else #"c" if "c" else 3
+W = 1 if pos[i % 2 == 0] else 2 if "a" else V
+X = V > #"b" + 1
+Y = W == #"c"
+Z = (0 if "a" else 1 if "b" else 2) != #"a"
+OUT = X && (Y || Z)
+output accept OUT
+'''
+INLINE = {OVERLAP: "overlapping-or", ATOMS: "single-counts", CHAIN: "conditional-chains"}
 
 
 @pytest.mark.parametrize("path,n,shortcuts", CASES + [(OVERLAP, None, ["or_chain", "f_or"]),
-                                                      (ATOMS, None, ["only_counts", "and_single_terms"])],
-                         ids=[c[0].split("/")[1] for c in CASES] + ["overlapping-or", "single-counts"])
+                                                      (ATOMS, None, ["only_counts", "and_single_terms"]),
+                                                      (CHAIN, None, ["cond_chain", "split_by_token", "compare"])],
+                         ids=[c[0].split("/")[1] for c in CASES] + ["overlapping-or", "single-counts",
+                                                                   "conditional-chains"])
 def test_shortcuts_build_the_same_model(path, n, shortcuts, monkeypatch):
     program = rasp.parse(path) if path in INLINE else _alphabet(path, n)
     fast = _fingerprint(compiler.compile(program))
@@ -236,3 +270,17 @@ def test_builder_terms_exclusive_is_the_definition(weight_maps, theta_t, theta_u
         terms.append(t)
     t, u = terms
     assert b.terms_exclusive(t, u) == B.terms_exclusive(b, t, u) == b.terms_exclusive(u, t)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.dictionaries(st.integers(2, 40), st.booleans(), min_size=1, max_size=30), st.integers(2, 40),
+       st.booleans())
+def test_and_of_a_conjunction_and_one_literal_is_make_thrs(conj, node, neg):
+    """and_thr inserts one literal into a conjunction by binary search; it must be make_thr's union
+    (the conjunction itself when the literal is there, false when its negation is), either way round."""
+    t = B.make_thr({(n, ng): 1 for n, ng in conj.items()}, len(conj))
+    lit = B.make_thr({(node, neg): 1}, 1)
+    union = {(n, ng): 1 for n, ng in conj.items()}
+    union[(node, neg)] = 1
+    want = B.make_thr(union, len(union)) if (node, not neg) not in union else False
+    assert B.and_thr(t, lit) == want and B.and_thr(lit, t) == want

@@ -31,6 +31,54 @@ def batches(program: rasp.Program, max_size: int = 14):
     return st.lists(inputs(program, max_size=max_size), min_size=1, max_size=3)
 
 
+# ----------------------------------------------------------------------------- expansion
+@given(any_fragment)
+def test_expansion_shares_only_what_does_not_depend_on_the_symbols(p):
+    """Family instances share the expansion of each written subtree that reads no family variable
+    (``_Expander.mark_closed``): the core program must equal, node for node, the one expanded with
+    nothing shared, over every fragment (families over one and two symbols, quantifiers inside
+    them, symbol comparisons, imports)."""
+    from rasp import expand as X
+
+    shared = X.expand(p.module, p.checked, p.alphabet)
+    original = X._Expander.mark_closed
+    try:
+        X._Expander.mark_closed = lambda self, e, variables: False
+        plain = X.expand(p.module, p.checked, p.alphabet)
+    finally:
+        X._Expander.mark_closed = original
+    assert repr(shared) == repr(plain)
+    assert shared == plain
+
+
+def _expanded_both_ways(src: str):
+    from rasp import expand as X
+
+    p = rasp.parse(src)
+    original = X._Expander.mark_closed
+    try:
+        X._Expander.mark_closed = lambda self, e, variables: False
+        plain = X.expand(p.module, p.checked, p.alphabet)
+    finally:
+        X._Expander.mark_closed = original
+    return X.expand(p.module, p.checked, p.alphabet), plain
+
+
+def test_expansion_does_not_share_symbol_comparisons():
+    """The shapes the generator rarely draws: symbol comparisons of a family's or a quantifier's
+    variable (``x == "a"``, ``y < x``), a quantifier inside a family, a body that reads no variable."""
+    for src in [
+        'alphabet a b c\nP[x] = (x == "a") && "b"\noutput generate P',
+        'alphabet a b c\nCODE[x] = sum(y, 1 if y < x else 0)\nP[x] = #"a" == CODE[x]\noutput generate P',
+        'alphabet a b c\nP[x] = any(y, Q[y] && y != "b") && exists Q[x]\noutput generate P',
+        'alphabet a b c\nP[x] = any(y, "a" && (y == "c"))\noutput generate P',
+        'alphabet a b c\nP[x] = exists "a" && #"b" > 1\noutput generate P',
+        'alphabet a b c\nP[x, y] = exists (Q[x] && "a") || (x < y)\nR[x] = any(y, P[y, x])\noutput generate R',
+    ]:
+        shared, plain = _expanded_both_ways(src)
+        assert repr(shared) == repr(plain), src
+
+
 # ----------------------------------------------------------------------------- printer
 @given(any_fragment)
 def test_parse_print_roundtrip(p):
