@@ -289,12 +289,11 @@ def thr_form(t) -> Form:
 
 def as_lit(f: Form):
     """The literal a form is (no gate needed), or None."""
-    if f == TRUE:
-        return TRUE_LIT
-    if f == FALSE:
-        return FALSE_LIT
-    if len(f.terms) == 1 and len(f.terms[0].lits) == 1:
-        (l, _), = f.terms[0].lits
+    terms = f.terms
+    if not terms:  # TRUE or FALSE (read from the fields: this runs at every level of every chain)
+        return TRUE_LIT if f.neg else FALSE_LIT
+    if len(terms) == 1 and len(terms[0].lits) == 1:
+        (l, _), = terms[0].lits
         return flip(l) if f.neg else l
     return None
 
@@ -302,7 +301,10 @@ def as_lit(f: Form):
 def norm(f: Form) -> Form:
     """A negated single term becomes the (non-negated) flipped term."""
     if f.neg and len(f.terms) == 1:
-        return thr_form(not_thr(f.terms[0]))
+        t = f.terms[0]
+        if len(t.lits) == 1 and t.lits[0][0][0] != REAL:  # not l: the flipped literal (make_thr's)
+            return Form((Thr(((flip(t.lits[0][0]), 1),), 1, conjunction=True),))
+        return thr_form(not_thr(t))
     return f
 
 
@@ -451,11 +453,9 @@ def f_or(ctx: Context, f: Form, g: Form) -> Form:
 
 def f_cond(ctx: Context, t: Form, a: Form, b: Form) -> Form:
     """``a if t else b``: the exclusive sum of ``t and a`` and ``not t and b``."""
-    if t == TRUE:
-        return a
-    if t == FALSE:
-        return b
-    if a == b:
+    if not t.terms:  # TRUE or FALSE
+        return a if t.neg else b
+    if a is b or a == b:
         return a
     t = norm(t)
     if t.neg or len(t.terms) != 1:

@@ -587,7 +587,11 @@ class _Builder:
         levels = []
         while True:
             _, p_then, p_else = decision
-            levels.append((e, self.ge0(*self._with(rest, c, e.then, k), p_then, eq)))
+            then = e.then
+            if not rest and type(then) is A.IntConst:  # a constant branch: what ge0 would find
+                levels.append((e, self.leaf({}, c + k * then.value, p_then, eq)))
+            else:
+                levels.append((e, self.ge0(*self._with(rest, c, then, k), p_then, eq)))
             nxt = e.other
             if type(nxt) is not A.Cond:
                 break

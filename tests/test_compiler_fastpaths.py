@@ -284,3 +284,10 @@ def test_and_of_a_conjunction_and_one_literal_is_make_thrs(conj, node, neg):
     union[(node, neg)] = 1
     want = B.make_thr(union, len(union)) if (node, not neg) not in union else False
     assert B.and_thr(t, lit) == want and B.and_thr(lit, t) == want
+
+
+@pytest.mark.parametrize("lit", [(n, neg) for n in (B.REAL, 2, 7) for neg in (False, True)])
+def test_not_of_one_literal_is_make_thrs(lit):
+    """norm flips a negated single literal directly; it must be what not_thr (make_thr) returns."""
+    t = B.Thr(((lit, 1),), 1, conjunction=True)
+    assert B.norm(B.Form((t,), True)) == B.thr_form(B.not_thr(t))
