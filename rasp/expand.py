@@ -121,6 +121,7 @@ class _Expander:
         # id of a written subtree that reads no family variable -> None until expanded, then its
         # expansion, which every instance shares (see :meth:`mark_closed`)
         self._closed: dict[int, object] = {}
+        self._paths: set[int] = set()  # ids of the written nodes above a closed subtree
 
     def mark_closed(self, e, variables: frozenset) -> bool:
         """Record the largest subtrees of ``e`` whose expansion cannot depend on the family's
@@ -136,16 +137,19 @@ class _Expander:
             if e.indices:
                 return all(type(s) is not A.SymVar for s in e.indices)
             return e.name not in variables
+        before = len(self._closed)
         if kind is A.Quant:
             self.mark_closed(e.body, variables | {e.var})
-            return False
-        kids = A.children(e)
-        flags = [self.mark_closed(c, variables) for c in kids]
-        if all(flags):
-            return True
-        for c, closed in zip(kids, flags):
-            if closed and A.children(c):  # leaves are shared through _leaves already
-                self._closed[id(c)] = None
+        else:
+            kids = A.children(e)
+            flags = [self.mark_closed(c, variables) for c in kids]
+            if all(flags):
+                return True
+            for c, closed in zip(kids, flags):
+                if closed and A.children(c):  # leaves are shared through _leaves already
+                    self._closed[id(c)] = None
+        if len(self._closed) > before:
+            self._paths.add(id(e))  # a shared subtree below
         return False
 
     def sym(self, s: A.SymRef, env: dict[str, str]) -> str:
@@ -182,16 +186,24 @@ class _Expander:
         deep)."""
         return A.balanced(lambda a, b: node_type(a, b, span=span), parts)
 
-    def expr(self, e, env: dict[str, str]):
-        if self._closed:
-            hit = self._closed.get(id(e), False)
-            if hit is not False:  # a closed subtree (see mark_closed): expanded once
-                if hit is None:
-                    hit = self._closed[id(e)] = self._expr(e, env)
-                return hit
-        return self._expr(e, env)
+    def shared_expr(self, e, env: dict[str, str]):
+        """:meth:`expr` while a family with closed subtrees (:meth:`mark_closed`) is expanded: each
+        of those is expanded once and shared. It stands in for ``expr`` only then (an attribute of
+        the instance), so other definitions pay nothing for it."""
+        hit = self._closed.get(id(e), False)
+        if hit is False:
+            if id(e) in self._paths:
+                return _Expander.expr(self, e, env)
+            del self.expr  # nothing shared below: the plain method for the whole subtree
+            try:
+                return _Expander.expr(self, e, env)
+            finally:
+                self.expr = self.shared_expr
+        if hit is None:
+            hit = self._closed[id(e)] = _Expander.expr(self, e, env)
+        return hit
 
-    def _expr(self, e, env: dict[str, str]):
+    def expr(self, e, env: dict[str, str]):
         x = self.expr  # children: x(child, env) (a bound method, not a closure: one call per child)
         sp = e.span
         kind = type(e)  # the AST's classes have no subclasses
@@ -266,16 +278,24 @@ def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...
     alphabet, special = resolve_alphabet(module, checked, alphabet_override)
     check_magnitudes(checked, len(alphabet))
     ex = _Expander(checked, alphabet, special)
+    shares = set()  # the families with closed subtrees
     for name in checked.order:
         sig = checked.signatures[name]
         if sig.arity and len(alphabet) > 1:  # instances would repeat what does not depend on the symbols
             e = sig.definition.expr
+            marked = len(ex._closed)
             if ex.mark_closed(e, frozenset(p.name for p in sig.definition.params)) and A.children(e):
                 ex._closed[id(e)] = None  # the whole body: every instance is the same expression
+            if len(ex._closed) > marked:
+                shares.add(name)
     defs: list[A.CoreDef] = []
     for name in checked.order:
         sig = checked.signatures[name]
         d = sig.definition
+        if name in shares:
+            ex.expr = ex.shared_expr  # the recursion's ``self.expr`` finds it before the method
+        else:
+            vars(ex).pop("expr", None)
         for combo in itertools.product(alphabet, repeat=sig.arity):
             env = {p.name: s for p, s in zip(d.params, combo)}
             defs.append(A.CoreDef(instance_key(name, combo), ex.expr(d.expr, env), sig.type, span=d.span))

@@ -79,6 +79,20 @@ def test_expansion_does_not_share_symbol_comparisons():
         assert repr(shared) == repr(plain), src
 
 
+def test_family_instances_share_what_does_not_depend_on_the_symbols():
+    """The point of the sharing: a subtree that reads no family variable is one object in every
+    instance (the compiler's graph memoizes by identity), also under a quantifier."""
+    p = rasp.parse('alphabet a b c\nP[x] = Q[x] && (exists "a" && #"b" > 1)\n'
+                   'R[y] = any(x, Q[x] && !(#"c" > #"a")) || Q[y]\noutput generate P')
+    d = {c.name: c.expr for c in p.core.defs}
+    assert d["P[a]"].right is d["P[b]"].right is d["P[c]"].right
+    assert d["P[a]"].left is not d["P[b]"].left
+    terms = [d[f"R[{y}]"].left.left for y in "abc"]  # (Q["a"] && !...) || (Q["b"] && !...), per y
+    nots = {id(t.left.right) for t in terms} | {id(t.right.right) for t in terms}
+    assert len(nots) == 1  # one !(#"c" > #"a") for every x and every y
+    assert terms[0].left.left is not terms[0].right.left  # Q["a"], Q["b"]
+
+
 # ----------------------------------------------------------------------------- printer
 @given(any_fragment)
 def test_parse_print_roundtrip(p):
