@@ -62,21 +62,12 @@ def normalized_pair(y: torch.Tensor) -> torch.Tensor:
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``auto`` (or None): CUDA when present, else the CPU; otherwise ``cpu``, ``cuda`` or ``cuda:N``.
-    Anything else, or CUDA where there is none, is a :class:`RaspError`."""
-    from rasp.errors import RaspError
+    """``auto`` (or None): CUDA when present, else the CPU; otherwise ``cpu``, ``cuda`` or ``cuda:N``
+    (:func:`rasp.devices.resolve_device`, shared with training). Anything else, or a CUDA device that
+    is not here, is a :class:`RaspError`."""
+    from rasp.devices import resolve_device as resolve
 
-    if device is None or str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise RaspError(f"unknown device {device!r}", hint="cpu, cuda, cuda:N or auto") from None
-    if dev.type not in ("cpu", "cuda"):
-        raise RaspError(f"device {device!r}: compiled models run on cpu or cuda", hint="cpu, cuda, cuda:N or auto")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise RaspError(f"device {device!r}: CUDA is not available here", hint="use cpu or auto")
-    return dev
+    return resolve(device, ("cpu", "cuda"), "compiled models")
 
 
 def resolve_dtype(dtype) -> torch.dtype:

@@ -89,6 +89,34 @@ def test_cuda_where_there_is_none():
         compiler.compile(DYCK).run("( )", device="cuda")
 
 
+def test_one_device_resolution_for_models_and_training():
+    """Compiled models and training resolve device names with one function (rasp.devices): the
+    same names are refused in the same words; training also takes MPS, compiled models do not."""
+    from rasp.devices import resolve_device
+    from rasp.learn.train import pick_device
+
+    assert resolve_device("cpu").type == pick_device("cpu").type == "cpu"
+    assert resolve_device("auto") == compiler.model.resolve_device(None)
+    for name in ("tpu", "CPU", ""):
+        with pytest.raises(RaspError, match="unknown device"):
+            pick_device(name)
+    with pytest.raises(RaspError, match="compiled models run on cpu or cuda"):
+        compiler.model.resolve_device("mps")
+    with pytest.raises(RaspError, match="training run on cpu or cuda or mps"):
+        pick_device("meta")
+    if not torch.cuda.is_available():
+        for resolve in (resolve_device, pick_device):
+            with pytest.raises(RaspError, match="CUDA is not available here"):
+                resolve("cuda:1")
+    else:
+        with pytest.raises(RaspError, match="no such CUDA device here"):
+            resolve_device(f"cuda:{torch.cuda.device_count()}")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is None or not mps.is_available():
+        with pytest.raises(RaspError, match="MPS is not available here"):
+            pick_device("mps")
+
+
 def test_compile_and_load_arguments():
     for bad, message in ((5, "loaded from a path"), (None, "loaded from a path"),
                          ('alphabet a b\nX = "a"', "looks like program text")):

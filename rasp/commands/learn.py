@@ -143,12 +143,9 @@ def check_device(name: str) -> None:
     """A device that does not exist here is an error before any training starts."""
     from ..learn.train import pick_device
     try:
-        dev = pick_device(name)
-    except RuntimeError as exc:
-        raise RaspError(f"--device {name!r}: {str(exc).splitlines()[0]}", hint="auto, cpu, cuda, cuda:N or mps") from None
-    import torch
-    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
-        raise RaspError(f"--device {name}: no such CUDA device here", hint="use --device auto or cpu")
+        pick_device(name)
+    except RaspError as exc:  # the same resolution as rasp verify's, named after the flag
+        raise RaspError(f"--device: {exc.message}", hint=exc.hint) from None
 
 
 def check_out_dir(out: Path) -> None:

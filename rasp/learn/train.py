@@ -119,13 +119,12 @@ PRESETS = ("smoke", "cpu", "paper")
 
 
 def pick_device(name: str = "auto") -> torch.device:
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    return torch.device(name)
+    """``auto``: CUDA, then MPS, then the CPU; else a device that exists here
+    (:func:`rasp.devices.resolve_device`, shared with compiled models; MPS allowed), else a
+    :class:`~rasp.errors.RaspError`."""
+    from ..devices import resolve_device
+
+    return resolve_device(name, ("cpu", "cuda", "mps"), "training")
 
 
 def device_name(dev: torch.device) -> str:
