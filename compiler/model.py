@@ -436,14 +436,21 @@ class CompiledTransformer(nn.Module):
 
     # ------------------------------------------------------------------ generation
     @torch.no_grad()
-    def generate(self, seqs: list[list[int]], limits: list[int], backend: str = "auto",
-                 prompt_outputs: list | None = None) -> list[list[int]]:
+    def generate(self, seqs: list[list[int]], limits: list[int], backend: str = "auto") -> list[list[int]]:
         """Greedy decoding: append the first output index whose bool holds at the last position
-        (output k belongs to token id k), until none holds or ``limits[r]`` tokens were added.
+        (output k belongs to token id k), until none holds or ``limits[r]`` tokens were added."""
+        return self._generate(seqs, limits, backend, False)[0]
 
-        ``prompt_outputs``, when a list, receives each prompt's output bools at every prompt position
-        ((n_r, n_outputs) NumPy arrays, in the order of ``seqs``), read from the prefill's residual:
-        what :meth:`forward` returns for the prompt, without running the prompt a second time."""
+    @torch.no_grad()
+    def generate_with_prompt_outputs(self, seqs: list[list[int]], limits: list[int],
+                                     backend: str = "auto") -> tuple[list[list[int]], list]:
+        """:meth:`generate`, and each prompt's output bools at every prompt position ((n_r, n_outputs)
+        NumPy arrays, in the order of ``seqs``), read from the prefill's residual: what
+        :meth:`forward` returns for the prompt, without running the prompt a second time
+        (verification compares them with the interpreter)."""
+        return self._generate(seqs, limits, backend, True)
+
+    def _generate(self, seqs, limits, backend: str, want_prompt_outputs: bool):
         backend = self.pick_backend(backend)
         B = len(seqs)
         prompt_bools: list = [None] * B
@@ -459,7 +466,7 @@ class CompiledTransformer(nn.Module):
             x = self.residual_fm(ids, backend, collect)
             rows = torch.arange(len(group), device=self.device)
             lasts.append(x[rows, :, lengths])  # the last token sits at t = length: (group, d)
-            if prompt_outputs is not None:
+            if want_prompt_outputs:
                 bools = self.readout_bools(x).cpu().numpy()
                 for k, r in enumerate(group):
                     prompt_bools[r] = bools[k, : len(seqs[r])]
@@ -495,9 +502,7 @@ class CompiledTransformer(nn.Module):
             active = [active[k] for k in keep]
             t = t[sel] + 1
             last = self._step(state, torch.as_tensor(toks, device=self.device), t)
-        if prompt_outputs is not None:
-            prompt_outputs.extend(prompt_bools)
-        return generated
+        return generated, prompt_bools
 
     def _prefill_state(self, collect: list, lengths: torch.Tensor) -> list:
         state = []

@@ -161,9 +161,8 @@ def check_inputs(model: CompiledModel, inputs: list, targets: list, *, device=No
         t0 = time.perf_counter()
         # and the output bools at every prompt position, as for acceptors (read from the prefill): a
         # prompt that never triggers generation (no separator in it) would otherwise compare nothing
-        prompt_outs: list = []
-        gen = model.model(device, dtype).generate([list(map(int, s)) for s in seqs], limits, backend,
-                                                  prompt_outputs=prompt_outs)
+        gen, prompt_outs = model.model(device, dtype).generate_with_prompt_outputs(
+            [list(map(int, s)) for s in seqs], limits, backend)
         sync()
         t_model = time.perf_counter() - t0
         t0 = time.perf_counter()

@@ -152,7 +152,7 @@ def test_cached_generation_equals_recomputation(path):
 @pytest.mark.parametrize("path", GENERATORS, ids=lambda p: p.name)
 def test_prefill_prompt_outputs_equal_the_forward(path):
     """Verification reads a generator's output bools at every prompt position from generation's
-    prefill (``prompt_outputs``) instead of a second forward: they are the forward's, for prompts of
+    prefill (``generate_with_prompt_outputs``) instead of a second forward: they are the forward's, for prompts of
     several lengths in one batch (several length groups, padded rows) and in each backend."""
     model = _compiled(path)
     if model is None:
@@ -161,8 +161,8 @@ def test_prefill_prompt_outputs_equal_the_forward(path):
     prompts = [[str(s) for s in rng.choice(list(model.symbols), size=n)] for n in (1, 2, 5, 7, 16, 40)]
     seqs = [model.encode(t) for t in prompts]
     for dtype, backend in (("float64", "dense"), ("float32", "scan"), ("float32", "sdpa"), ("bfloat16", "scan")):
-        got: list = []
-        gen = model.model("cpu", dtype).generate(seqs, [3] * len(seqs), backend, prompt_outputs=got)
+        gen, got = model.model("cpu", dtype).generate_with_prompt_outputs(seqs, [3] * len(seqs), backend)
+        assert gen == model.model("cpu", dtype).generate(seqs, [3] * len(seqs), backend)
         want = model.outputs(prompts, dtype=dtype, backend=backend)
         assert len(got) == len(prompts) and len(gen) == len(prompts)
         for g, w in zip(got, want):

@@ -31,12 +31,13 @@ def gen_model():
 
 def _tampered(monkeypatch, change):
     """Make every compiled model's cached generation return ``change(generated ids)``."""
-    original = CompiledTransformer.generate
+    original = CompiledTransformer._generate
 
-    def generate(self, seqs, limits, backend="auto", prompt_outputs=None):
-        return [change(g) for g in original(self, seqs, limits, backend, prompt_outputs)]
+    def generate(self, seqs, limits, backend, want_prompt_outputs):
+        generated, prompt_outputs = original(self, seqs, limits, backend, want_prompt_outputs)
+        return [change(g) for g in generated], prompt_outputs
 
-    monkeypatch.setattr(CompiledTransformer, "generate", generate)
+    monkeypatch.setattr(CompiledTransformer, "_generate", generate)
 
 
 def test_generator_checks_pass_an_honest_model(gen_model):
