@@ -59,8 +59,9 @@ from .boolean import BOS, REAL, Form
 
 #: the most linear atoms of counts one comparison may expand into (min/max/conditionals multiply them)
 ATOM_CAP = 1024
-#: the most branches (constant ones included) one comparison may expand into
-LEAF_CAP = 1 << 16
+#: the most branches (constant ones included) one comparison may expand into: 2^18 lets a lowered
+#: RASP-L value over the 256 int8 codes be compared with all of them (raspl_count.rasp: 258 x 257)
+LEAF_CAP = 1 << 18
 #: the widest range of the local part of one atom (one head per value)
 LOCAL_RANGE_CAP = 16
 #: periods larger than this are not combined when deciding periodic tests along a path

@@ -73,6 +73,19 @@ def test_count_depth_does_not_grow_with_the_alphabet():
         assert m.run([str(a), str(b), "<sep>"], max_new=30) == [str(k) for k in range(a, b + 1)]
 
 
+def test_count_over_the_int8_codes():
+    """Over 256 symbols (the int8 values RASP-L maps range over) ``tokens != END`` compares a
+    258-branch chain under each of 257 tokens: about 66,000 branches, over the branch cap until
+    2026-11-30 (65,536, now 2^18). The model counts from a to b like the interpreter."""
+    p = rasp.load("programs/raspl_count.rasp").with_alphabet([str(k) for k in range(256)])
+    m = compile_raspl(p)
+    assert m.size["layers"] == 6
+    assert m.run(["250", "255", "<sep>"]) == rasp.run(p, ["250", "255", "<sep>"])  # the interpreter: 5 s
+    rng = np.random.default_rng(0)
+    for a, b in [(0, 3), (17, 17), (0, 255)] + [tuple(sorted(rng.integers(0, 256, 2))) for _ in range(3)]:
+        assert m.run([str(a), str(b), "<sep>"], max_new=300) == [str(k) for k in range(a, b + 1)]
+
+
 # (program file, task, alphabet for a small model or None, max length)
 BOUNDED = [
     ("programs/copy_repeat.rasp", "copy_repeat", None, 24),
