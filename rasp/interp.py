@@ -134,6 +134,8 @@ def _eval(e, env: _Env) -> np.ndarray:
             env.forms[key] = analyze_relation(e.guard.expr)
         return count_with_guard(body, e.guard.expr, env.forms[key])
     if isinstance(e, A.Cond):
+        if isinstance(e.test, A.BoolConst):  # a folded symbol comparison (``1 if y < x else 0``)
+            return _eval(e.then if e.test.value else e.other, env)
         return np.where(_eval(e.test, env), _eval(e.then, env), _eval(e.other, env))
     if isinstance(e, A.Add):
         return _eval(e.left, env) + _eval(e.right, env)
