@@ -32,12 +32,8 @@ def batches(program: rasp.Program, max_size: int = 14):
 
 
 # ----------------------------------------------------------------------------- expansion
-@given(any_fragment)
-def test_expansion_shares_only_what_does_not_depend_on_the_symbols(p):
-    """Family instances share the expansion of each written subtree that reads no family variable
-    (``_Expander.mark_closed``): the core program must equal, node for node, the one expanded with
-    nothing shared, over every fragment (families over one and two symbols, quantifiers inside
-    them, symbol comparisons, imports)."""
+def _expanded_both_ways(p: rasp.Program):
+    """``p``'s core expanded as usual and with nothing shared among family instances."""
     from rasp import expand as X
 
     shared = X.expand(p.module, p.checked, p.alphabet)
@@ -47,21 +43,18 @@ def test_expansion_shares_only_what_does_not_depend_on_the_symbols(p):
         plain = X.expand(p.module, p.checked, p.alphabet)
     finally:
         X._Expander.mark_closed = original
+    return shared, plain
+
+
+@given(any_fragment)
+def test_expansion_shares_only_what_does_not_depend_on_the_symbols(p):
+    """Family instances share the expansion of each written subtree that reads no family variable
+    (``_Expander.mark_closed``): the core program must equal, node for node, the one expanded with
+    nothing shared, over every fragment (families over one and two symbols, quantifiers inside
+    them, symbol comparisons, imports)."""
+    shared, plain = _expanded_both_ways(p)
     assert repr(shared) == repr(plain)
     assert shared == plain
-
-
-def _expanded_both_ways(src: str):
-    from rasp import expand as X
-
-    p = rasp.parse(src)
-    original = X._Expander.mark_closed
-    try:
-        X._Expander.mark_closed = lambda self, e, variables: False
-        plain = X.expand(p.module, p.checked, p.alphabet)
-    finally:
-        X._Expander.mark_closed = original
-    return X.expand(p.module, p.checked, p.alphabet), plain
 
 
 def test_expansion_does_not_share_symbol_comparisons():
@@ -75,7 +68,7 @@ def test_expansion_does_not_share_symbol_comparisons():
         'alphabet a b c\nP[x] = exists "a" && #"b" > 1\noutput generate P',
         'alphabet a b c\nP[x, y] = exists (Q[x] && "a") || (x < y)\nR[x] = any(y, P[y, x])\noutput generate R',
     ]:
-        shared, plain = _expanded_both_ways(src)
+        shared, plain = _expanded_both_ways(rasp.parse(src))
         assert repr(shared) == repr(plain), src
 
 
