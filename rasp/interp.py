@@ -18,6 +18,7 @@ specification all of these are tested against.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -217,6 +218,68 @@ class _Selector:
                 val = vals.max(axis=2) if reduction == "max" else vals.min(axis=2)
             out[:, s:e] = np.where(has, val, default)
         return out
+
+
+_INT_OPS = {A.Add: lambda a, b: a + b, A.Sub: lambda a, b: a - b, A.Min: min, A.Max: max}
+
+
+def fold_constants(program: A.CoreProgram) -> A.CoreProgram:
+    """The same program with every count or bool operation over constants replaced by its value:
+    ``sum(y, 1 if y < x else 0)`` (each ``y < x`` already folded to true or false by the expansion)
+    becomes one integer. What a generation loop evaluates once per token; a definition's value is
+    unchanged at every position (these operations act position by position, and constants are the
+    same everywhere). Only the arithmetic and boolean operations, conditionals and references to
+    definitions folded to a constant are looked into; counts and RASP-L nodes stay as they are."""
+    memo: dict[int, object] = {}
+
+    def fold(e):
+        hit = memo.get(id(e))  # shared subtrees (expanded families) are folded once
+        if hit is not None:
+            return hit
+        out = e
+        kind = type(e)
+        if kind is A.Ref:
+            out = consts.get(e.name, e)  # a definition folded to a constant
+        elif kind is A.Cond:
+            test = fold(e.test)
+            if type(test) is A.BoolConst:
+                out = fold(e.then if test.value else e.other)
+            else:
+                then, other = fold(e.then), fold(e.other)
+                if test is not e.test or then is not e.then or other is not e.other:
+                    out = A.Cond(test, then, other, span=e.span)
+        elif kind in _INT_OPS or kind is A.Compare or kind is A.And or kind is A.Or:
+            left, right = fold(e.left), fold(e.right)
+            lk, rk = type(left), type(right)
+            if kind in _INT_OPS and lk is A.IntConst and rk is A.IntConst:
+                out = A.IntConst(_INT_OPS[kind](left.value, right.value), span=e.span)
+            elif kind is A.Compare and lk is rk and lk in (A.IntConst, A.BoolConst):
+                out = A.BoolConst(bool(_CMP[e.op](left.value, right.value)), span=e.span)
+            elif (kind is A.And or kind is A.Or) and lk is A.BoolConst and rk is A.BoolConst:
+                out = A.BoolConst(left.value and right.value if kind is A.And else left.value or right.value,
+                                  span=e.span)
+            elif left is not e.left or right is not e.right:
+                out = (A.Compare(e.op, left, right, span=e.span) if kind is A.Compare
+                       else kind(left, right, span=e.span))
+        elif kind is A.Scale or kind is A.Not:
+            x = fold(e.operand)
+            if kind is A.Scale and type(x) is A.IntConst:
+                out = A.IntConst(e.k * x.value, span=e.span)
+            elif kind is A.Not and type(x) is A.BoolConst:
+                out = A.BoolConst(not x.value, span=e.span)
+            elif x is not e.operand:
+                out = A.Scale(e.k, x, span=e.span) if kind is A.Scale else A.Not(x, span=e.span)
+        memo[id(e)] = out
+        return out
+
+    consts: dict[str, object] = {}
+    defs = []
+    for d in program.defs:  # in dependency order: a reference's definition is folded before it
+        f = fold(d.expr)
+        if type(f) is A.IntConst or type(f) is A.BoolConst:
+            consts[d.name] = f
+        defs.append(d if f is d.expr else dataclasses.replace(d, expr=f))
+    return dataclasses.replace(program, defs=tuple(defs))
 
 
 def evaluate(program: A.CoreProgram, batch: Batch) -> dict[str, np.ndarray]:

@@ -1,6 +1,7 @@
 """The public object: a parsed, type-checked, expanded program, and the functions that run it."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from . import ast as A
 from .errors import RaspError, Span
 from .expand import expand
 from .gcpause import paused_gc
-from .interp import evaluate, make_batch, output_at_last
+from .interp import evaluate, fold_constants, make_batch, output_at_last
 from .parser import parse_module
 from .printer import module_to_str
 from .typecheck import Checked, check_module
@@ -40,6 +41,12 @@ class Program:
 
     def __hash__(self) -> int:
         return hash((self.module, self.core.alphabet))
+
+    @functools.cached_property
+    def folded_core(self) -> A.CoreProgram:
+        """The core with its operations over constants folded (:func:`rasp.interp.fold_constants`):
+        what generation re-evaluates after every token."""
+        return fold_constants(self.core)
 
     @property
     def alphabet(self) -> tuple[str, ...]:
@@ -166,7 +173,7 @@ class Program:
             if not active:
                 break
             batch = make_batch([current[r] for r in active])
-            values = evaluate(self.core, batch)
+            values = evaluate(self.folded_core, batch)
             nxt = output_at_last(self.core, values, batch.lengths)  # (len(active), |alphabet|)
             still = []
             for row, r in enumerate(active):

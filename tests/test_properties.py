@@ -135,6 +135,47 @@ def test_rewrite_preserves_values(data):
         np.testing.assert_array_equal(after[name], before[name], err_msg=name)
 
 
+def _assert_folding_keeps_values(p: rasp.Program, batch) -> None:
+    from rasp.interp import evaluate, fold_constants, make_batch
+
+    b = make_batch([p.encode(t) for t in batch])
+    before, after = evaluate(p.core, b), evaluate(fold_constants(p.core), b)
+    for name in before:
+        assert after[name].dtype == before[name].dtype, name
+        np.testing.assert_array_equal(after[name], before[name], err_msg=name)
+
+
+@given(st.data())
+def test_constant_folding_preserves_values(data):
+    """fold_constants (what generation re-evaluates after every token) changes no value."""
+    p = data.draw(any_fragment, label="program")
+    _assert_folding_keeps_values(p, data.draw(batches(p), label="inputs"))
+
+
+#: operations over constants of every kind the folding handles, beside ones it must leave alone
+FOLDED = """alphabet a b c
+special "<s>"
+CODE[x] = sum(y, 1 if y < x else 0)
+K = 2 * (3 - 1) + max(1, min(4, 2)) - -3
+B = (true && !false) || false
+E = (B == true) != (K > 9)
+C[x] = (#Q[x] if x == "b" else K) + CODE[x] * 2
+D = (1 if "a" else 2) + (K if E else #"a") + (3 if B && !E else 4)
+F = any(x, C[x] > D && x != "c") && (2 < 3)
+output accept F
+"""
+
+
+def test_constant_folding_on_written_constants():
+    from rasp.interp import fold_constants
+
+    p = rasp.parse(FOLDED)
+    folded = {d.name: d.expr for d in fold_constants(p.core).defs}
+    assert folded["K"] == A.IntConst(9) and folded["B"] == A.BoolConst(True) and folded["E"] == A.BoolConst(True)
+    assert [folded[f"CODE[{x}]"] for x in "abc"] == [A.IntConst(0), A.IntConst(1), A.IntConst(2)]
+    _assert_folding_keeps_values(p, [["a"], ["b", "a", "<s>", "c"], list("abcabcbb")])
+
+
 # ----------------------------------------------------------------------------- parser robustness
 def _assert_located(err: rasp.RaspError, text: str):
     assert err.span is not None, f"no location: {err.message}"
