@@ -31,6 +31,7 @@ from typing import Iterable
 
 import numpy as np
 
+from rasp import ast as A
 from rasp.errors import RaspError
 from rasp.printer import module_to_str
 from rasp.program import Program, load as load_program
@@ -72,6 +73,11 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
     lower_s = time.perf_counter() - t0
     model = compile_exact(lowered)
     t1 = time.perf_counter()
+    try:
+        lowered_source = module_to_str(lowered.module)
+    except RecursionError:  # the printer loops over chains; anything else this deep is refused
+        raise A.too_deep("the lowered program nests too deeply to print into config.json",
+                         program.module).located(program.source, program.filename) from None
     config = dict(model.config)
     config["program"] = {
         "source": program.source if program.source is not None else str(program),
@@ -82,7 +88,7 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
     config["raspl"] = {
         "lowered": mode,
         "max_length": max_length if mode == "bounded" else None,
-        "lowered_source": module_to_str(lowered.module),
+        "lowered_source": lowered_source,
     }
     # the reported time includes the lowering and the lowered program's text in config.json, so
     # RASP-L and C-RASP programs compare; the passes still add up to it

@@ -59,14 +59,47 @@ def _map(e) -> str:
     return f"seqmap(({', '.join(e.params)}) -> {rel_to_str(e.body)}, {args})"
 
 
+def _cond_chain(e) -> str:
+    """``v0 if t0 else v1 if t1 else ... else vn``: the else side of a conditional needs no
+    parentheses when it is a conditional, so a chain is printed in a loop, not one recursion per
+    level (a lowered RASP-L value has one level per token code: hundreds)."""
+    if type(e.other) is not A.Cond:  # one level (the common case in labels)
+        return f"{_at(e.then, _OR)} if {_at(e.test, _OR)} else {_at(e.other, _COND)}"
+    parts = []
+    while type(e) is A.Cond:
+        parts.append(f"{_at(e.then, _OR)} if {_at(e.test, _OR)} else ")
+        e = e.other
+    return "".join(parts) + _at(e, _COND)
+
+
+def _left_chain(ops: dict, right_level: int):
+    """A printer for left-nested chains of the binary operators ``ops`` (class -> symbol) that share
+    one precedence level: ``a || b || c`` is ``(a || b) || c``, whose left side needs no parentheses,
+    so it is printed in a loop (the RASP-L lowering writes token sets as such chains, as long as the
+    alphabet)."""
+    level = _LEVELS[next(iter(ops))]
+
+    def printer(e) -> str:
+        if type(e.left) not in ops:  # one level (the common case in labels)
+            return f"{_at(e.left, level)} {ops[type(e)]} {_at(e.right, right_level)}"
+        rights = []
+        while type(e) in ops:
+            rights.append(f" {ops[type(e)]} {_at(e.right, right_level)}")
+            e = e.left
+        return _at(e, level) + "".join(reversed(rights))
+    return printer
+
+
+_sum_chain = _left_chain({A.Add: "+", A.Sub: "-"}, _PROD)
+
 #: expression class -> its printer (labels of compiled models print thousands of expressions)
 _PRINTERS = {
-    A.Cond: lambda e: f"{_at(e.then, _OR)} if {_at(e.test, _OR)} else {_at(e.other, _COND)}",
-    A.Or: lambda e: f"{_at(e.left, _OR)} || {_at(e.right, _AND)}",
-    A.And: lambda e: f"{_at(e.left, _AND)} && {_at(e.right, _CMP)}",
+    A.Cond: _cond_chain,
+    A.Or: _left_chain({A.Or: "||"}, _AND),
+    A.And: _left_chain({A.And: "&&"}, _CMP),
     A.Compare: lambda e: f"{_at(e.left, _SUM)} {e.op} {_at(e.right, _SUM)}",
-    A.Add: lambda e: f"{_at(e.left, _SUM)} + {_at(e.right, _PROD)}",
-    A.Sub: lambda e: f"{_at(e.left, _SUM)} - {_at(e.right, _PROD)}",
+    A.Add: _sum_chain,
+    A.Sub: _sum_chain,
     A.Scale: lambda e: f"{e.k} * {_at(e.operand, _UNARY)}",
     A.Not: lambda e: f"!{_at(e.operand, _UNARY)}",
     A.Neg: lambda e: f"-{_at(e.operand, _UNARY)}",

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import rasp
 from rasp import ast as A
 from rasp.parser import parse_module
-from rasp.printer import module_to_str
+from rasp.printer import expr_to_str, module_to_str
 from rasp.rewrite import rewrite_core, rewrite_module
 from rasp.strategies import FRAGMENTS, OPERATION_KINDS, inputs, kinds, programs, task_samples
 from naive import naive_output, naive_values
@@ -29,6 +29,58 @@ in_class = st.sampled_from(FRAGMENT_NAMES).flatmap(lambda f: programs(fragment=f
 
 def batches(program: rasp.Program, max_size: int = 14):
     return st.lists(inputs(program, max_size=max_size), min_size=1, max_size=3)
+
+
+_LEAVES = st.sampled_from([A.Ref("a"), A.Ref("b"), A.IntConst(1), A.BoolConst(True), A.IntConst(-2)])
+_CHAINS = st.recursive(_LEAVES, lambda sub: st.one_of(
+    st.builds(A.Cond, sub, sub, sub), st.builds(A.Or, sub, sub), st.builds(A.And, sub, sub),
+    st.builds(A.Add, sub, sub), st.builds(A.Sub, sub, sub), st.builds(A.Not, sub),
+    st.builds(lambda a, b: A.Compare("<", a, b), sub, sub)), max_leaves=30)
+_REF_LEVEL = {A.Cond: 0, A.Or: 1, A.And: 2, A.Compare: 3, A.Add: 4, A.Sub: 4, A.Not: 6}
+
+
+def _reference_print(e) -> str:
+    """The printer written straight from the precedence table, one recursion per node."""
+    def at(x, minimum):
+        s = _reference_print(x)
+        level = _REF_LEVEL.get(type(x), 6 if isinstance(x, A.IntConst) and x.value < 0 else 7)
+        return f"({s})" if level < minimum else s
+    kind = type(e)
+    if kind is A.Cond:
+        return f"{at(e.then, 1)} if {at(e.test, 1)} else {at(e.other, 0)}"
+    if kind in (A.Or, A.And, A.Add, A.Sub):
+        op, lv = {A.Or: ("||", 1), A.And: ("&&", 2), A.Add: ("+", 4), A.Sub: ("-", 4)}[kind]
+        return f"{at(e.left, lv)} {op} {at(e.right, lv + 1)}"
+    if kind is A.Compare:
+        return f"{at(e.left, 4)} {e.op} {at(e.right, 4)}"
+    if kind is A.Not:
+        return f"!{at(e.operand, 6)}"
+    return expr_to_str(e)
+
+
+@given(_CHAINS)
+def test_printer_chains_equal_the_recursive_printer(e):
+    """Conditional chains and left-nested ||, &&, +/- chains are printed in a loop; the text must be
+    the plain recursive printer's, parentheses included."""
+    assert expr_to_str(e) == _reference_print(e)
+
+
+def test_printer_prints_chains_deeper_than_the_recursion_limit():
+    """A lowered RASP-L value over a 400-symbol alphabet is a 400-level conditional chain and its
+    token sets are 400-operand || chains: printing them (config.json's lowered program) must not
+    recurse once per level."""
+    import sys
+
+    n = sys.getrecursionlimit() + 10
+    chain, ors, sums = A.IntConst(n), A.Ref("t0"), A.IntConst(0)
+    for k in reversed(range(n)):
+        chain = A.Cond(A.Ref(f"T{k}"), A.IntConst(k), chain)
+    for k in range(1, n):
+        ors = A.Or(ors, A.Ref(f"t{k}"))
+        sums = A.Sub(sums, A.IntConst(k)) if k % 2 else A.Add(sums, A.IntConst(k))
+    assert expr_to_str(chain) == " else ".join(f"{k} if T{k}" for k in range(n)) + f" else {n}"
+    assert expr_to_str(ors) == " || ".join(f"t{k}" for k in range(n))
+    assert expr_to_str(sums) == "0" + "".join(f" {'-' if k % 2 else '+'} {k}" for k in range(1, n))
 
 
 # ----------------------------------------------------------------------------- expansion
