@@ -302,8 +302,8 @@ def norm(f: Form) -> Form:
     """A negated single term becomes the (non-negated) flipped term."""
     if f.neg and len(f.terms) == 1:
         t = f.terms[0]
-        if len(t.lits) == 1 and t.lits[0][0][0] != REAL:  # not l: the flipped literal (make_thr's)
-            return Form((Thr(((flip(t.lits[0][0]), 1),), 1, conjunction=True),))
+        if len(t.lits) == 1:  # not l: the flipped literal (what make_thr makes of it)
+            return lit_form(flip(t.lits[0][0]))
         return thr_form(not_thr(t))
     return f
 

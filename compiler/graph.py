@@ -554,17 +554,11 @@ class _Builder:
                     decision = self.decide(e.test, path)
                     if type(e.other) is A.Cond and self.only_counts(rest):
                         return self.cond_chain(e, decision, k, rest, c, eq)
-                    _, p_then, p_else = decision
+                    _, p_then, p_else = decision  # (inline, not through cond_chain: a frame less
+                    # per level where ge0 recurses deeply, as over a 256-symbol alphabet)
                     a = self.ge0(*self._with(rest, c, e.then, k), p_then, eq)
                     b = self.ge0(*self._with(rest, c, e.other, k), p_else, eq)
-                    test = self.bool_expr(e.test)
-                    if isinstance(e.other, A.Cond) and B.as_lit(test) is None:
-                        # a chain ``v0 if t0 else v1 if t1 else ...`` (lowered RASP-L values): with
-                        # every test a literal, the branch ``t_k and not t_0 ... and not t_(k-1)`` stays
-                        # one conjunction; tests left as threshold forms multiply their weights at
-                        # every level until a gate is needed, one layer per few levels
-                        test = B.lit_form(self.materialize(test))
-                    return B.f_cond(self, test, a, b)
+                    return self.cond_form(e, a, b)
                 if eq:  # E == 0 iff E >= 0 and -E >= 0; min/max split differently in each
                     return self.f_and(self.ge0(terms, c, path), self.ge0(_neg(terms), -c, path))
                 a = self.ge0(*self._with(rest, c, e.left, k), path)
@@ -572,6 +566,17 @@ class _Builder:
                 conj = isinstance(e, A.Min) == (k > 0)  # min >= ... : both; max >= ... : either
                 return self.f_and(a, b) if conj else self.f_or(a, b)
         return self.leaf(terms, c, path, eq)
+
+    def cond_form(self, e: A.Cond, a: Form, b: Form) -> Form:
+        """``a if e.test else b``, given the forms of the two branches."""
+        test = self.bool_expr(e.test)
+        if type(e.other) is A.Cond and B.as_lit(test) is None:
+            # a chain ``v0 if t0 else v1 if t1 else ...`` (lowered RASP-L values): with every test a
+            # literal, the branch ``t_k and not t_0 ... and not t_(k-1)`` stays one conjunction;
+            # tests left as threshold forms multiply their weights at every level until a gate is
+            # needed, one layer per few levels
+            test = B.lit_form(self.materialize(test))
+        return B.f_cond(self, test, a, b)
 
     def cond_chain(self, e: A.Cond, decision, k: int, rest: dict, c: int, eq: bool) -> Form:
         """:meth:`ge0` of ``k * (v0 if t0 else v1 if t1 else ...) + rest + c`` where ``rest`` is only
@@ -583,8 +588,8 @@ class _Builder:
         has no conditional), split nothing (split_by_token needs two conditionals) and take t1's
         branches next, as here; the chain stops where the path decides a test or the else branch is
         not a conditional, and ge0 takes over. The then branches are built first, top to bottom,
-        then the tests and the conditionals bottom up: the order in which the recursion makes nodes,
-        so the model is the same."""
+        then the tests and the conditionals bottom up (:meth:`cond_form`): the order in which the
+        recursion makes nodes, so the model is the same."""
         levels = []
         while True:
             _, p_then, p_else = decision
@@ -602,10 +607,7 @@ class _Builder:
             e = nxt
         b = self.ge0(*self._with(rest, c, nxt, k), p_else, eq)
         for e, a in reversed(levels):
-            test = self.bool_expr(e.test)
-            if type(e.other) is A.Cond and B.as_lit(test) is None:
-                test = B.lit_form(self.materialize(test))
-            b = B.f_cond(self, test, a, b)
+            b = self.cond_form(e, a, b)
         return b
 
     @staticmethod

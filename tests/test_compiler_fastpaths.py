@@ -44,10 +44,7 @@ def _plain_cond_chain(self, e, decision, k, rest, c, eq):
     _, p_then, p_else = decision
     a = self.ge0(*self._with(rest, c, e.then, k), p_then, eq)
     b = self.ge0(*self._with(rest, c, e.other, k), p_else, eq)
-    test = self.bool_expr(e.test)
-    if isinstance(e.other, rasp.ast.Cond) and B.as_lit(test) is None:
-        test = B.lit_form(self.materialize(test))
-    return B.f_cond(self, test, a, b)
+    return self.cond_form(e, a, b)
 
 
 #: shortcut -> (where it lives, its name there, the plain construction)
