@@ -82,6 +82,10 @@ class _Checker:
             elif isinstance(s, A.SpecialDecl):
                 if special is not None:
                     raise RaspError("special tokens are declared twice", s.span, "declare them once")
+                if len(set(s.symbols)) != len(s.symbols):
+                    twice = next(x for x in s.symbols if s.symbols.count(x) > 1)
+                    raise RaspError(f"the special tokens list a token twice: {twice}", s.span,
+                                    "list each token once")
                 special = s
             elif isinstance(s, A.Import):
                 if s.name not in builtins.ALL:
@@ -113,6 +117,11 @@ class _Checker:
                 if len(set(names)) != len(names):
                     raise RaspError("a family uses the same variable twice", s.span, "write P[x, y]")
                 self.defs[s.name] = s
+        if alphabet is not None and special is not None:
+            both = [x for x in special.symbols if x in alphabet.symbols]
+            if both:  # families range over the alphabet and never over special tokens: not both
+                raise RaspError(f"'{both[0]}' is declared both in the alphabet and as a special token",
+                                special.span, "a token is either data (alphabet) or special, not both")
         return alphabet, special, output
 
     # ------------------------------------------------------------------ names

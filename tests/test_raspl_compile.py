@@ -227,3 +227,21 @@ def test_bounded_lowering_is_exact_at_the_bound(src):
     inputs = [list(w) for n in range(1, 5) for w in itertools.product("ab", repeat=n)]
     assert [low.run(t) for t in inputs] == [p.run(t) for t in inputs]
     assert p.run("a a a a") is True
+
+
+def test_verify_stays_inside_a_bounded_models_length():
+    """A bounded model is exact on sequences of at most N tokens, generated ones included: uncapped
+    generation from a 6-token prompt runs past N = 8 and disagrees, and verify_length (hence rasp
+    verify and find-limit) stops generating at N, where every input agrees."""
+    from compiler import verify as V
+
+    p = rasp.load("programs/nf.rasp", alphabet=["a", "b", "c", "<sep>"])
+    m = compile_raspl(p, max_length=8)
+    inputs, _ = V.sample_inputs(p, None, np.random.default_rng(0), 6, 60)
+    same, _, _, _, _ = V.check_inputs(m, inputs, [None] * 60, dtype="float64")
+    assert not all(same)  # beyond the bound
+    for n in (4, 6, 8):
+        row = V.verify_length(m, None, n, 60, np.random.default_rng(1), dtype="float64")
+        assert row.agree == 1.0, (n, row.example)
+    row = V.verify_length(m, "NF", 6, 30, np.random.default_rng(1), dtype="float64")
+    assert row.agree == 1.0 and row.agree_reference == 1.0  # the reference compared up to the cap

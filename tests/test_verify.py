@@ -126,3 +126,17 @@ def test_find_limit_always_verifies_the_start_length():
     lim = V.find_limit(m, None, "float32", samples=1, rng=np.random.default_rng(0), start=16, budget_s=0)
     assert lim["longest_exact"] == 16 and lim["first_failure"] is None
     assert lim["stopped"] == "time budget (0 s)"
+
+
+def test_a_generation_cut_by_its_cap_is_compared_with_the_references_first_tokens():
+    """--max-new shorter than the task's answer: the model stops at the cap, and the reference (which
+    does not know the cap) is compared on its first tokens; a wrong first token still fails."""
+    m = compiler.compile(rasp.load(str(ROOT / "programs" / "uf.rasp"), alphabet=list("abcd") + ["<sep>"]))
+    prompt = ["b", "d", "a", "<sep>"]
+    assert m.run(prompt) == ["b", "d", "a"]
+    same, ref_ok, values, _, _ = V.check_inputs(m, [prompt] * 3, [["b", "d", "a"], ["b", "a", "a"], ["d"]],
+                                                dtype="float64", max_new=2)
+    assert values == [["b", "d"]] * 3 and same == [True] * 3
+    assert ref_ok == [True, False, False]
+    _, ref_ok, _, _, _ = V.check_inputs(m, [prompt], [["b", "d"]], dtype="float64")  # uncut: all of it
+    assert ref_ok == [False]
