@@ -172,7 +172,10 @@ BAD_FLAGS = [  # (argv after the program, a word the message must contain)
     (["verify", "--dtype", ","], "--dtype"),
     (["verify", "--device", "tpu"], "--device"),
     (["verify", "--device", ""], "--device"),
-    (["verify", "--lengths", "1000000000000", "--samples", "1"], "out of memory"),
+    (["verify", "--lengths", "1000000000000", "--samples", "1"], "would need about"),
+    (["verify", "--lengths", "1000000000", "--samples", "3"], "would need about"),  # before memory runs out
+    (["verify", "--find-limit", "--budget", "nan"], "--budget"),
+    (["verify", "--find-limit", "--start", "100", "--max-length", "50"], "below --start"),
     (["verify", "--start", "64"], "--find-limit"),
     (["verify", "--budget", "5", "--max-length", "64"], "--find-limit"),
     (["compile", "-o", ""], "-o"),

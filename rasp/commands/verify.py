@@ -72,13 +72,16 @@ def _run(args: argparse.Namespace) -> int:
     given = [f for f, v in (("--start", args.start), ("--budget", args.budget), ("--max-length", args.max_length))
              if v is not None]
     if given and not args.find_limit:
-        raise RaspError(f"{', '.join(given)} only apply with --find-limit", hint="add --find-limit, or drop them")
+        raise RaspError(f"{', '.join(given)} only {'applies' if len(given) == 1 else 'apply'} with --find-limit", hint=f"add --find-limit, or drop {'it' if len(given) == 1 else 'them'}")
     args.start = 16 if args.start is None else args.start
     args.budget = 60.0 if args.budget is None else args.budget
     for flag, value, least in (("--start", args.start, 1), ("--max-length", args.max_length, 1),
                                ("--max-new", args.max_new, 0), ("--seed", args.seed, 0), ("--budget", args.budget, 0)):
-        if value is not None and value < least:
+        if value is not None and not value >= least:  # not >=: NaN is refused too
             raise RaspError(f"{flag} must be at least {least}, got {value:g}")
+    if args.max_length is not None and args.max_length < args.start:
+        raise RaspError(f"--max-length {args.max_length} is below --start {args.start}: find-limit would test nothing",
+                        hint="give a --max-length of at least --start")
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if not dtypes:
         raise RaspError("--dtype is empty", hint="float64, float32, bfloat16 or float16, or a comma-separated list")
@@ -97,7 +100,13 @@ def _run(args: argparse.Namespace) -> int:
     else:
         from compiler.bounded import compile_raspl  # plain C-RASP: compiler.compile; RASP-L: its lowering
 
-        model = compile_raspl(load_program(args.target, args.alphabet))
+        try:
+            model = compile_raspl(load_program(args.target, args.alphabet))
+        except RaspError as exc:
+            if exc.hint and "--max-length N" in exc.hint:  # here --max-length is find-limit's: say how instead
+                exc.hint = (f"compile a bounded model first (exact on sequences of at most N tokens): rasp compile "
+                            f"{args.target} --max-length N -o DIR, then rasp verify DIR")
+            raise
     program = model.program
     task = V.task_for(program) if args.inputs == "task" else None
     sampler = f"task {task.name}" if task is not None else "uniform over all symbols (special tokens included)"
@@ -117,6 +126,13 @@ def _run(args: argparse.Namespace) -> int:
             if tmax is not None and n > tmax:
                 skipped.append(n)
                 continue
+            need = V.estimate_bytes(model, n, args.samples, dt, args.backend)
+            free = V.free_memory(device)
+            if need > free:  # an analytic bound (1.4 to 7 times the measured peak): refuse only what cannot fit
+                raise RaspError(f"--lengths {n}: {args.samples} inputs of {n:,} tokens would need about "
+                                f"{need / 2**30:.1f} GiB, and {free / 2**30:.1f} GiB is free",
+                                hint="use shorter --lengths or fewer --samples; --find-limit stops before "
+                                "memory runs out")
             try:
                 rows.append(V.verify_length(model, task, n, args.samples, rng, device=device, dtype=dt,
                                             backend=args.backend, max_new=args.max_new))
@@ -158,7 +174,8 @@ def _run(args: argparse.Namespace) -> int:
                 m = lim["memory"]
                 why += (f": length {m['length']:,} would need about {m['need_bytes'] / 2**30:.2f} GiB of "
                         f"{m['memory']} memory, {m['free_bytes'] / 2**30:.2f} GiB free")
-            print(f"find-limit {lim['dtype']}: longest exact length {lim['longest_exact']} "
+            longest = "none" if lim["longest_exact"] is None else f"{lim['longest_exact']:,}"
+            print(f"find-limit {lim['dtype']}: longest exact length {longest} "
                   f"(stopped: {why}; {lim['seconds']:.1f} s)")
         print("exact: yes" if exact else "exact: NO")
     return 0 if exact else 1
