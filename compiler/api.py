@@ -276,7 +276,7 @@ class CompiledModel:
 
     # ------------------------------------------------------------------ files
     def save(self, directory: str | Path) -> Path:
-        from safetensors.numpy import save_file
+        from safetensors.numpy import save
 
         path = Path(directory)
         weights = self._weights if self._weights is not None else {
@@ -293,8 +293,11 @@ class CompiledModel:
             meta = json.dumps({"format": FORMAT, "shapes": {k: [int(x) for x in shape]
                                                             for k, (shape, _, _) in sorted(weights.items())},
                                "config_sha256": config_digest(self.config)})
-            save_file(tensors, str(path / WEIGHTS_FILE), metadata={"format": meta})
-            digest = hashlib.sha256((path / WEIGHTS_FILE).read_bytes()).hexdigest()
+            # serialized here and written by Python: an unwritable path is then an OSError, and the file
+            # gets the usual permissions (safetensors' own writer makes it readable by its owner only)
+            blob = save(tensors, metadata={"format": meta})
+            (path / WEIGHTS_FILE).write_bytes(blob)
+            digest = hashlib.sha256(blob).hexdigest()
             config = dict(self.config, weights_sha256=digest)
             (path / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n")
         except OSError as exc:
@@ -370,20 +373,29 @@ def load(directory: str | Path) -> CompiledModel:
     try:
         arch = config["architecture"]
         shapes = expected_shapes(arch)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RaspError(f"{cfg_file}: the architecture is incomplete ({exc})") from None
+    except KeyError as exc:
+        raise RaspError(f"{cfg_file}: the architecture lacks the field {exc}",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR") from None
+    except (TypeError, ValueError, AttributeError):
+        raise RaspError(f"{cfg_file}: the architecture is malformed (a field has the wrong type)",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR") from None
     if len(config["residual"]) != shapes["readout.W_U"][1]:
         raise RaspError(f"{cfg_file}: {len(config['residual'])} residual labels for d_model {shapes['readout.W_U'][1]}")
-    saved = _saved_meta(meta.get("format", ""))  # None for files written before 2026-11-30
-    if saved is not None and _saved_shapes(saved) != shapes:
+    saved = _saved_meta(meta.get("format", ""))
+    if saved is None or "config_sha256" not in saved:  # the checks below need both records
+        raise RaspError(f"{w_file}: the weights file does not record the shapes and the configuration it was "
+                        "saved with (not written by rasp compile, or by a version before 2026-11-30)",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR")
+    if _saved_shapes(saved) != shapes:
         raise RaspError(f"{w_file}: the weights were saved for another architecture than config.json describes",
                         hint="keep a model's two files together, as rasp compile -o wrote them")
-    names = {k.rsplit(".", 1)[0] for k in tensors}
+    names = {k.rsplit(".", 1)[0] for k in tensors if k.endswith((".indices", ".values"))}
     missing = sorted(set(shapes) - names)
     extra = sorted(names - set(shapes)) + sorted(k for k in tensors if not k.endswith((".indices", ".values")))
     if missing or extra:
-        raise RaspError(f"{w_file}: tensors do not match the architecture "
-                        f"(missing: {', '.join(missing[:3]) or '-'}; unexpected: {', '.join(extra[:3]) or '-'})")
+        parts = [f"{what}: {', '.join(ks[:3])}{' ...' if len(ks) > 3 else ''}"
+                 for what, ks in (("missing", missing), ("unexpected", extra)) if ks]
+        raise RaspError(f"{w_file}: tensors do not match the architecture ({'; '.join(parts)})")
     weights = {}
     for k, shape in shapes.items():
         idx, vals = tensors.get(k + ".indices"), tensors.get(k + ".values")
@@ -414,7 +426,7 @@ def load(directory: str | Path) -> CompiledModel:
         raise RaspError(f"{cfg_file}: output kind {model.kind!r}, but the stored program outputs "
                         f"{model.program.output_kind!r}")
     # last, so that the checks above name what is wrong; this one catches consistent edits they cannot
-    if saved is not None and "config_sha256" in saved and saved["config_sha256"] != config_digest(config):
+    if saved["config_sha256"] != config_digest(config):
         raise RaspError(f"{cfg_file}: config.json was changed after the weights were saved (its architecture, "
                         "symbols, program, output or residual labels differ from the ones the weights were built for)",
                         hint="keep a model's two files together, as rasp compile -o wrote them")
@@ -431,8 +443,8 @@ def config_digest(config: dict) -> str:
 
 
 def _saved_meta(meta: str) -> dict | None:
-    """What a weights file's metadata records (``shapes``, ``config_sha256``), or None for files
-    written before 2026-11-30 (whose metadata is just the format name); {} when unreadable."""
+    """What a weights file's metadata records (``shapes``, ``config_sha256``), or None when it is not
+    a JSON record (files written before 2026-11-30 have just the format name); {} when unreadable."""
     if not meta.startswith("{"):
         return None
     try:

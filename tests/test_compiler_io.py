@@ -77,11 +77,21 @@ def test_foreign_files_are_a_clear_error(tmp_path):
     path = _saved(tmp_path)
     cfg = json.loads((path / "config.json").read_text())
     # a foreign weights file (other tensors), with the hash updated so that the content check runs
+    from safetensors import safe_open
+
+    with safe_open(str(path / "model.safetensors"), framework="pt") as f:
+        meta = f.metadata()
     save_file({"weight": torch.zeros(3, 3)}, str(path / "model.safetensors"))
     import hashlib
     cfg["weights_sha256"] = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
     (path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(rasp.RaspError, match="do not match the architecture"):
+    with pytest.raises(rasp.RaspError, match="does not record the shapes"):
+        compiler.load(path)
+    # the same foreign tensors under the model's own metadata
+    save_file({"weight": torch.zeros(3, 3)}, str(path / "model.safetensors"), metadata=meta)
+    cfg["weights_sha256"] = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(rasp.RaspError, match=r"do not match the architecture \(missing: .*; unexpected: weight\)"):
         compiler.load(path)
     # a foreign config
     (path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
@@ -151,7 +161,8 @@ def test_weights_of_another_architecture_are_a_clear_error(tmp_path):
     (path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(rasp.RaspError, match="another architecture"):
         compiler.load(path)
-    # files written before the shapes were recorded (metadata: the format name only) still load
+    # files written before the shapes were recorded (metadata: the format name only) are refused:
+    # nothing would tie them to this config.json
     from safetensors.numpy import load_file, save_file
 
     fresh = _saved(tmp_path / "old")
@@ -160,7 +171,8 @@ def test_weights_of_another_architecture_are_a_clear_error(tmp_path):
     cfg = json.loads((fresh / "config.json").read_text())
     cfg["weights_sha256"] = hashlib.sha256((fresh / "model.safetensors").read_bytes()).hexdigest()
     (fresh / "config.json").write_text(json.dumps(cfg))
-    assert compiler.load(fresh).run("( ( ) )") is True
+    with pytest.raises(rasp.RaspError, match="does not record the shapes"):
+        compiler.load(fresh)
 
 
 BAD_FLAGS = [  # (argv after the program, a word the message must contain)
@@ -236,6 +248,21 @@ def test_too_deep_programs_are_user_errors(monkeypatch):
         m.setattr(api, "build_graph", deep)
         with pytest.raises(rasp.RaspError, match="nests too deeply"):
             compiler.compile(rasp.load(DYCK))
+
+
+def test_cli_compile_to_unwritable_places(tmp_path, capsys):
+    import os
+
+    (tmp_path / "a" / "model.safetensors").mkdir(parents=True)  # the weights' path is a directory
+    assert main(["compile", DYCK, "-o", str(tmp_path / "a")]) == 2
+    assert "cannot write the model" in capsys.readouterr().err
+    old = os.umask(0o022)
+    try:
+        assert main(["compile", DYCK, "-o", str(tmp_path / "b")]) == 0
+    finally:
+        os.umask(old)
+    for name in ("model.safetensors", "config.json"):  # both readable by others, as the umask allows
+        assert (tmp_path / "b" / name).stat().st_mode & 0o044 == 0o044, name
 
 
 def test_cli_compile(tmp_path, capsys):
@@ -498,8 +525,9 @@ def test_consistent_config_edits_are_refused(tmp_path):
     assert compiler.load(path).run("b a b") is True is program.run("b a b")
 
 
-def test_weights_without_a_config_digest_still_load(tmp_path):
-    """Files written before the config digest was recorded (shapes only in the metadata) load."""
+def test_weights_without_a_config_digest_are_refused(tmp_path):
+    """A weights file whose metadata lacks the config digest (shapes only) is refused, even when
+    everything else is consistent: with it missing, an edited config.json would load unchecked."""
     import hashlib
 
     from safetensors import safe_open
@@ -514,4 +542,5 @@ def test_weights_without_a_config_digest_still_load(tmp_path):
     cfg = json.loads((path / "config.json").read_text())
     cfg["weights_sha256"] = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
     (path / "config.json").write_text(json.dumps(cfg))
-    assert compiler.load(path).run("( )") is True
+    with pytest.raises(rasp.RaspError, match="does not record the shapes and the configuration"):
+        compiler.load(path)
