@@ -389,8 +389,9 @@ def memory_stop(device, need_dev: int, need_host: int, free=None) -> dict | None
 
 def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.random.Generator, device=None,
                backend: str = "auto", start: int = 16, budget_s: float = 60.0, max_length: int | None = None,
-               max_new: int | None = None, rows: list | None = None) -> dict:
-    """Double the length from ``start`` until a disagreement or a budget; the longest exact length."""
+               max_new: int | None = None, rows: list | None = None, on_row=None) -> dict:
+    """Double the length from ``start`` until a disagreement or a budget; the longest exact length.
+    Each step's :class:`Row` is appended to ``rows`` and passed to ``on_row`` as soon as it is done."""
     task = as_task(task)
     if samples < 1 or start < 1:
         raise RaspError(f"find_limit needs samples and a start length of at least 1, got {samples} and {start}")
@@ -429,6 +430,8 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
         measured.append((n, row.peak_bytes, row.host_peak_bytes))
         if rows is not None:
             rows.append(row)
+        if on_row is not None:
+            on_row(row)
         if row.agree < 1.0:
             failed = n
             stopped = f"disagreement at {n}"

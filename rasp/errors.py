@@ -78,7 +78,9 @@ class RaspError(Exception):
                     width = max(self.span.end_column - self.span.column, 1)
                 else:
                     width = max(len(text) - start, 1)
-                out.append("  " + " " * start + "^" * width)
+                # the caret line copies the line's tabs, so that it lines up however wide a tab shows
+                pad = "".join(c if c == "\t" else " " for c in text[:start]) + " " * max(start - len(text), 0)
+                out.append("  " + pad + "^" * width)
         if self.hint:
             out.append(f"hint: {self.hint}")
         return "\n".join(out)

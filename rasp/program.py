@@ -268,8 +268,14 @@ def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
                         hint="this looks like program text: use rasp.parse(text) (or compiler.compile(rasp.parse(text)))"
                         if looks_like_source else None) from None
     except UnicodeDecodeError as exc:
-        raise RaspError(f"cannot read program: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
-                        f"{exc.start})", filename=str(p), hint="programs are UTF-8 text files (.cr or .rasp)") from None
+        data = exc.object
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        # the column counts characters before the bad byte on its line (each undecodable byte as one)
+        col = len(data[line_start:exc.start].decode("utf-8", errors="replace")) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise RaspError(f"cannot read program: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                        Span(line, col, line, col + 1), hint="programs are UTF-8 text files (.cr or .rasp)",
+                        source=data.decode("utf-8", errors="replace"), filename=str(p)) from None
     return parse(text, filename=str(p), alphabet=alphabet)
 
 

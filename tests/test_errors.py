@@ -482,3 +482,25 @@ def test_magnitude_limit_boundaries(tmp_path, capsys):
         with pytest.raises(rasp.RaspError, match="times the input length") as e:
             rasp.parse(text)
         assert (e.value.line, e.value.column) == where, text
+
+
+def test_caret_lines_up_under_tabs(tmp_path, capsys):
+    """The caret line repeats the source line's tabs, so the caret sits under the offending character
+    however wide a terminal shows a tab."""
+    f = tmp_path / "tab.rasp"
+    f.write_text('alphabet a b\n\tX =\t#"a" > Q\n')
+    assert main(["check", str(f)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(f"{f}:2:13:")
+    src, caret = lines[1], lines[2]
+    assert caret.index("^") == src.index("Q") and caret[:caret.index("^")].replace("\t", " ").strip() == ""
+    assert caret.count("\t") == 2
+
+
+def test_a_byte_that_is_not_utf8_is_located(tmp_path, capsys):
+    f = tmp_path / "bad.rasp"
+    f.write_bytes(b'alphabet a b\nX = #"a" \xff > 0\n')
+    assert main(["check", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{f}:2:10: error: cannot read program: not UTF-8 text (byte 0xff")
+    assert err.splitlines()[2] == "  " + " " * 9 + "^"

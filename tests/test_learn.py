@@ -277,6 +277,63 @@ def test_cli_user_errors(tmp_path, fake_registry, capsys):
         assert word in err and "internal error" not in err, extra
 
 
+def test_cli_settings_no_task_can_meet_are_user_errors(tmp_path, capsys):
+    """No training length in range, an alphabet too small for the task, an empty --out or --bins,
+    --jobs 0, --fresh with --no-train: exit 2 before any training (they were internal errors, or
+    were quietly replaced by defaults)."""
+    base = ["--preset", "smoke", "--steps", "1", "--no-progress", "--device", "cpu"]
+    for argv, word in ((["learn", "UR", "--train-max", "2", "--out", str(tmp_path)], "--train-max"),
+                       (["learn", "UR", "--alphabet", "1", "--out", str(tmp_path)], "--alphabet"),
+                       (["learn", "UR", "--out", ""], "--out is empty"),
+                       (["learn", "UR", "--bins", "", "--out", str(tmp_path)], "--bins"),
+                       (["report", "UR", "--jobs", "0", "--out", str(tmp_path)], "--jobs"),
+                       (["report", "UR", "--fresh", "--no-train", "--out", str(tmp_path)], "--no-train")):
+        assert main(argv + base) == 2, argv
+        err = capsys.readouterr().err
+        assert word in err and "internal error" not in err, (argv, err)
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_cli_report_refuses_a_damaged_result_with_no_train(tmp_path, capsys):
+    import rasp.commands.report as R
+
+    for text, word in (("{bad", "not readable as JSON"), ("{}", "its task is None"), ("[]", "not a JSON object")):
+        (tmp_path / "UR.json").write_text(text)
+        assert main(["report", "UR", "--no-train", "--out", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert "UR.json" in err and word in err and "internal error" not in err
+    good = {"task": "UR", "config": {"positional": "ape"}, "bins": [[1, 50]], "bin_labels": ["<=50"],
+            "mean_acc": [1.0], "seeds": [{"steps": 3}], "n_successful": 1, "n_seeds": 1, "all_failed": False,
+            "time_s": 1.0}
+    assert R._result_problem(good, "UR") is None
+    assert "differ in length" in R._result_problem(dict(good, mean_acc=[1.0, 0.5]), "UR")
+    assert "'time_s'" in R._result_problem({k: v for k, v in good.items() if k != "time_s"}, "UR")
+
+
+def test_published_numbers_follow_the_bins_measured():
+    """--bins other than the papers': the published figure only for bins that are the papers' (a plot
+    with two bins used to fail on the three published ones)."""
+    from rasp.learn.report import published_bins
+
+    r = {"published_accuracy": {"APE": [0.9, 0.5, 0.1]}, "bins": [[1, 50], [51, 100]]}
+    assert published_bins(r, "ape") == [0.9, 0.5]
+    assert published_bins(dict(r, bins=[[1, 50], [51, 80]]), "ape") == [0.9, None]
+    assert published_bins(dict(r, bins=[[1, 10]]), "ape") is None
+    assert published_bins(dict(r, bins=[[1, 50], [51, 100], [101, 150]]), "ape") == [0.9, 0.5, 0.1]
+
+
+def test_cli_learn_with_two_bins_writes_its_plot(tmp_path, fake_registry, capsys):
+    rc = main(["learn", "FakeF", "--preset", "smoke", "--steps", "2", "--test-samples", "2", "--bins", "20,40",
+               "--out", str(tmp_path), "--no-progress", "--device", "cpu"])
+    assert rc == 0 and (tmp_path / "FakeF.png").stat().st_size > 1000
+
+
+def test_cli_learn_list_json(capsys):
+    assert main(["learn", "--list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {"task": "UR", "kind": "generate", "published_in_class": True} in rows
+
+
 def test_real_registry_smoke(tmp_path):
     tasks = pytest.importorskip("rasp.tasks")
     name = "UR" if "UR" in tasks.TASKS else next(iter(tasks.TASKS))

@@ -542,3 +542,23 @@ def test_stream_generation_in_chunks(name, monkeypatch):
     samples = [t.sample(rng, int(n), alphabet) for n in rng.integers(t.min_length(alphabet), 8, size=12)]
     seqs = [p.encode(s.tokens) for s in samples]
     assert p._generate(seqs, None) == [s.target for s in samples]
+
+
+def test_cli_tasks_sample_range_is_clipped_to_the_tasks_lengths(capsys):
+    """A range reaching below the task's shortest input draws from the part the task has (with a
+    note), whatever the seed; a range with no length of the task, or an impossible count, is refused
+    before anything is printed."""
+    shortest = T.TASKS["UL"].min_length()
+    for seed in range(4):
+        assert main(["tasks", "sample", "UL", "--length", f"1-{shortest + 3}", "--count", "20", "--seed", str(seed),
+                     "--json"]) == 0
+        captured = capsys.readouterr()
+        lengths = [json.loads(line)["length"] for line in captured.out.splitlines()]
+        assert len(lengths) == 20 and all(shortest <= n <= shortest + 3 for n in lengths)
+        assert f"clipped to {shortest}-{shortest + 3}" in captured.err
+    assert main(["tasks", "sample", "UF", "--length", "30-40", "--alphabet", "8"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no inputs of these lengths" in captured.err
+    assert main(["tasks", "sample", "UR", "--length", "10", "--count", "100000000000000"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--count" in captured.err and "internal error" not in captured.err

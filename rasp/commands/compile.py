@@ -52,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
                           "exact_dtypes": model.exact_dtypes}))
     else:
         print(f"{args.program}: {model.summary()} (compiled in {model.compile_seconds:.3f} s)")
-        inexact = [d for d in ("float32", "bfloat16") if d not in model.exact_dtypes]
+        inexact = [d for d in ("float32", "bfloat16", "float16") if d not in model.exact_dtypes]
         if inexact:
-            print(f"note: {' and '.join(inexact)} cannot hold every weight exactly (a constant of the program needs "
+            print(f"note: {', '.join(inexact)} cannot hold every weight exactly (a constant of the program needs "
                   f"more significant bits): the model is exact in {', '.join(model.exact_dtypes)} only")
         if bound is not None:
             print(f"bounded model: exact on sequences of at most {bound} tokens, no claim beyond (see rasp check)")

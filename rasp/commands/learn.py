@@ -133,7 +133,7 @@ def config_for(args, preset: str, task_name: str):
                          positional=args.positional, layers=args.layers, heads=args.heads, dim=args.dim,
                          lr=args.lr, batch=args.batch, schedule=args.schedule, test_samples=args.test_samples,
                          train_max=args.train_max,
-                         bins=parse_bins(args.bins) if args.bins else None, alphabet=alphabet)
+                         bins=parse_bins(args.bins) if args.bins is not None else None, alphabet=alphabet)
     if cfg.dim % cfg.heads:
         raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}")
     return cfg
@@ -146,6 +146,15 @@ def check_device(name: str) -> None:
         pick_device(name)
     except RaspError as exc:  # the same resolution as rasp verify's, named after the flag
         raise RaspError(f"--device: {exc.message}", hint=exc.hint) from None
+
+
+def out_dir(text: str) -> Path:
+    """``--out``: a folder that exists (or is made) and is writable."""
+    if not text.strip():
+        raise RaspError("--out is empty", hint="name a folder, e.g. --out runs/learn")
+    out = Path(text)
+    check_out_dir(out)
+    return out
 
 
 def check_out_dir(out: Path) -> None:
@@ -208,9 +217,15 @@ def print_result(result: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.list:
+        from ..learn.report import published_label
+
         tasks = load_tasks()
+        if args.json:
+            print(json.dumps([{"task": name, "kind": t.kind, "published_in_class": t.published_in_class}
+                              for name, t in tasks.TASKS.items()]))
+            return 0
         for name, t in tasks.TASKS.items():
-            print(f"{name}\t{t.kind}\t{'in class' if t.published_in_class else 'not in class'}")
+            print(f"{name}\t{t.kind}\t{published_label(t.published_in_class)}")
         return 0
     if args.all:
         from .report import run_report
@@ -222,8 +237,7 @@ def run(args: argparse.Namespace) -> int:
     task = resolve_task(args.task)
     preset = resolve_preset(args)
     cfg = config_for(args, preset, task.name)
-    out = Path(args.out)
-    check_out_dir(out)
+    out = out_dir(args.out)
     result = train_and_save(task, cfg, preset, args, out)
     if args.json:
         print(json.dumps(result))

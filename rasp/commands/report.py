@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from ..errors import RaspError
-from .learn import (SEED_TASKS, add_training_options, check_out_dir, config_for, log_stderr, resolve_preset,
+from .learn import (SEED_TASKS, add_training_options, config_for, log_stderr, out_dir, resolve_preset,
                     resolve_task, train_and_save)
 
 
@@ -38,11 +38,13 @@ def register(sub) -> None:
 def run_report(args: argparse.Namespace, names: list[str]) -> int:
     from ..learn.report import markdown, plot_report, print_rows, report_rows
 
-    out = Path(args.out)
-    check_out_dir(out)
+    if getattr(args, "fresh", False) and getattr(args, "no_train", False):
+        raise RaspError("--fresh retrains and --no-train trains nothing: give one of them")
+    out = out_dir(args.out)
     preset = resolve_preset(args)
     tasks = {n: resolve_task(n) for n in names}
-    jobs = getattr(args, "jobs", 1) or 1
+    jobs = getattr(args, "jobs", None)
+    jobs = 1 if jobs is None else jobs
     if jobs < 1:
         raise RaspError("--jobs must be at least 1")
     if jobs > 1 and args.threads is None:
@@ -52,7 +54,7 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
     for name, task in tasks.items():
         cfg = config_for(args, preset, task.name)
         path = out / f"{task.name}.json"
-        old = json.loads(path.read_text()) if path.exists() else None
+        old = _read_result(path, task.name, must=getattr(args, "no_train", False))
         if old is not None and (getattr(args, "no_train", False) or
                                 (not getattr(args, "fresh", False) and old.get("config") == cfg.to_dict())):
             log_stderr(f"{task.name}: using {path}")
@@ -86,6 +88,47 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
         print_rows(rows)
         print(f"wrote {out / 'report.md'}, {out / 'report.png'}, {out / 'report.json'}")
     return 0
+
+
+def _read_result(path: Path, name: str, *, must: bool) -> dict | None:
+    """A task's earlier result, or None when there is none. One that cannot be read or is not a
+    result of this task is an error with ``--no-train`` (``must``: nothing else to report), and is
+    trained over otherwise."""
+    if not path.exists():
+        return None
+    try:
+        r = json.loads(path.read_text())
+        problem = _result_problem(r, name)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problem = f"not readable as JSON ({exc})"
+    if problem is None:
+        return r
+    if must:
+        raise RaspError(f"{path}: not a result of rasp learn for {name}: {problem}",
+                        hint="run without --no-train to train it again (the file is replaced)")
+    log_stderr(f"{name}: {path} is not a usable result ({problem}); training again")
+    return None
+
+
+def _result_problem(r, name: str) -> str | None:
+    """What keeps ``r`` from being a result of ``rasp learn`` for task ``name`` (the fields the
+    report reads), or None."""
+    if not isinstance(r, dict):
+        return "not a JSON object"
+    if r.get("task") != name:
+        return f"its task is {r.get('task')!r}"
+    lists = ("bins", "bin_labels", "mean_acc", "seeds")
+    if not isinstance(r.get("config"), dict) or "positional" not in r["config"]:
+        return "no config with a positional encoding"
+    bad = [k for k in lists if not isinstance(r.get(k), list)]
+    if bad:
+        return f"no list {bad[0]!r}"
+    if not len(r["bins"]) == len(r["bin_labels"]) == len(r["mean_acc"]):
+        return "bins, bin_labels and mean_acc differ in length"
+    if not all(isinstance(x, dict) and "steps" in x for x in r["seeds"]):
+        return "a seed without its steps"
+    missing = [k for k in ("n_successful", "n_seeds", "all_failed", "time_s") if k not in r]
+    return f"no {missing[0]!r}" if missing else None
 
 
 def _train_in_worker(name: str, cfg, preset: str, args: argparse.Namespace, out: str) -> dict:

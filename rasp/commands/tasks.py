@@ -86,7 +86,9 @@ def print_table(out=None) -> None:
 SAMPLE_BYTES_PER_TOKEN = 96
 
 
-def _lengths(text: str, rng: np.random.Generator, count: int) -> list[int]:
+def _lengths(text: str, rng: np.random.Generator, count: int, task, alphabet) -> list[int]:
+    """``count`` lengths drawn uniformly from ``--length`` (N, or LO-HI clipped to the lengths the
+    task can sample, with a note on stderr)."""
     m = re.fullmatch(r"\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?", text)
     if not m:
         raise RaspError(f"--length {text}: give a number N or a range LO-HI", hint="e.g. --length 20 or --length 51-100")
@@ -94,6 +96,19 @@ def _lengths(text: str, rng: np.random.Generator, count: int) -> list[int]:
     hi = int(m.group(2)) if m.group(2) else lo
     if hi < lo:
         raise RaspError(f"--length {text}: the range is empty")
+    if hi > lo:  # a range: the lengths the task has (a single N outside them is the sampler's located error)
+        ok = task.lengths(lo, hi, alphabet)
+        if not ok:
+            mx = task.max_length(alphabet)
+            raise RaspError(f"--length {text}: task {task.name} has no inputs of these lengths (its inputs have "
+                            f"{task.min_length(alphabet)} to {'any number of' if mx is None else mx} tokens)")
+        if (ok.start, ok.stop - 1) != (lo, hi):
+            print(f"note: --length {text} clipped to {ok.start}-{ok.stop - 1}, the lengths task {task.name} can sample",
+                  file=sys.stderr)
+            lo, hi = ok.start, ok.stop - 1
+    if count * 8 > free_host_bytes() // 2:
+        raise RaspError(f"--count {count:,}: too many inputs to draw at once on this machine",
+                        hint="ask for fewer, and run the command several times with different --seed")
     return [int(x) for x in rng.integers(lo, hi + 1, size=count)]
 
 
@@ -105,7 +120,7 @@ def run_sample(args: argparse.Namespace) -> int:
         raise RaspError(f"--seed must be at least 0, got {args.seed}")
     alphabet = parse_alphabet_option(args.alphabet) if args.alphabet else None
     rng = np.random.default_rng(args.seed)
-    lengths = _lengths(args.length, rng, args.count)
+    lengths = _lengths(args.length, rng, args.count, task, alphabet)
     longest = max(lengths, default=0)
     need, free = longest * SAMPLE_BYTES_PER_TOKEN, free_host_bytes()
     if need > free:  # refuse at once rather than run for hours and fail (or swap) at the end

@@ -143,15 +143,13 @@ def _run(args: argparse.Namespace) -> int:
             if not args.json:
                 _print_row(rows[-1], header=len(rows) == 1, model=model, target=args.target, sampler=sampler)
         if args.find_limit:
-            lim_rows: list = []
+            def show(r):  # each step as it finishes: a search runs for up to --budget seconds per dtype
+                if not args.json:
+                    _print_row(r, header=len(rows) == 1, model=model, target=args.target, sampler=sampler)
+
             limits.append(V.find_limit(model, task, dt, samples=args.samples, rng=rng, device=device,
                                        backend=args.backend, start=args.start, budget_s=args.budget,
-                                       max_length=max_len, max_new=args.max_new, rows=lim_rows))
-            rows += lim_rows
-            if not args.json:
-                for k, r in enumerate(lim_rows):
-                    _print_row(r, header=len(rows) == len(lim_rows) and k == 0, model=model, target=args.target,
-                               sampler=sampler)
+                                       max_length=max_len, max_new=args.max_new, rows=rows, on_row=show))
     if not rows:
         raise RaspError(f"nothing was verified: every length is longer than "
                         f"{'the bounded model' if bound and tmax == bound else 'the task'} allows ({tmax})",

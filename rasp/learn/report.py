@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: the test bins of the papers' tables (theory.md): published accuracies are per these bins
+PAPER_BINS = ((1, 50), (51, 100), (101, 150))
+
 POS_KEYS = {"ape": ("APE", "ape"), "rope": ("RoPE", "rope", "ROPE"), "nope": ("NoPE", "nope", "NOPE")}
 
 
@@ -50,12 +53,17 @@ def checker_verdict(task) -> tuple[str, str]:
 
 
 def published_bins(task_or_result, positional: str = "ape"):
+    """The papers' accuracies per test bin for this positional encoding, or None. For a result, one
+    entry per bin it was measured on (``--bins``): the published figure where the bin is one of the
+    papers' (:data:`PAPER_BINS`), None elsewhere; None in all when no bin is."""
     pub = (task_or_result.get("published_accuracy") if isinstance(task_or_result, dict)
            else getattr(task_or_result, "published_accuracy", None)) or {}
-    for k in POS_KEYS.get(positional, (positional,)):
-        if k in pub:
-            return list(pub[k])
-    return None
+    vals = next((list(pub[k]) for k in POS_KEYS.get(positional, (positional,)) if k in pub), None)
+    if vals is None or not (isinstance(task_or_result, dict) and "bins" in task_or_result):
+        return vals
+    paper = {b: v for b, v in zip(PAPER_BINS, vals)}
+    out = [paper.get(tuple(b)) for b in task_or_result["bins"]]
+    return out if any(v is not None for v in out) else None
 
 
 def published_label(in_class) -> str:

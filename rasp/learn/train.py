@@ -26,11 +26,13 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import torch
 
+from ..errors import RaspError
 from . import data as D
 from .model import GPT, ModelConfig
+from .report import PAPER_BINS
 
 DATA_SEED = 20250521  # fixed seed of the in-distribution and test sets (arXiv 2505.21785)
-DEFAULT_BINS = ((1, 50), (51, 100), (101, 150))
+DEFAULT_BINS = PAPER_BINS  # the papers' test bins, so that the report can set the published numbers beside
 
 # Task groups of the seed paper (theory.md section 2): model sizes and learning rates per group.
 GROUPS = {
@@ -148,7 +150,11 @@ def build_datasets(task, vocab: D.Vocab, cfg: TrainConfig) -> DataSets:
     lo = cfg.train_min if cfg.train_min is not None else task.min_length()
     tr = D.clip_range(task, lo, cfg.train_max)
     if tr is None:
-        raise ValueError(f"task {task.name}: no training lengths in [{lo}, {cfg.train_max}]")
+        raise RaspError(f"task {task.name} has no inputs of a length from {lo} to {cfg.train_max}"
+                        + (f" over the alphabet {' '.join(cfg.alphabet)}" if cfg.alphabet else ""),
+                        hint=(f"give a --train-max of at least {lo} (the task's shortest input)" if cfg.train_max < lo
+                              else "give a larger --alphabet (over fewer symbols the task's inputs are shorter)")
+                        + f"; rasp tasks sample {task.name} --length N shows its inputs")
     rng = np.random.default_rng([DATA_SEED, 0])
     enc = lambda samples: [D.encode_sample(task.kind, vocab, s) for s in samples]  # noqa: E731
     id_set = enc(D.make_samples(task, rng, *tr, cfg.id_samples))
