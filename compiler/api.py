@@ -338,7 +338,8 @@ def load(directory: str | Path) -> CompiledModel:
     cfg_file, w_file = path / CONFIG_FILE, path / WEIGHTS_FILE
     for f in (cfg_file, w_file):
         if not f.is_file():
-            raise RaspError(f"{where}: {f.name} is missing", hint="write the model with: rasp compile PROGRAM -o DIR")
+            raise RaspError(f"{where}: {f.name} is {'not a file' if f.exists() else 'missing'}",
+                            hint="write the model with: rasp compile PROGRAM -o DIR")
     try:
         config = json.loads(cfg_file.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -58,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
                   f"more significant bits): the model is exact in {', '.join(model.exact_dtypes)} only")
         if bound is not None:
             print(f"bounded model: exact on sequences of at most {bound} tokens, no claim beyond (see rasp check)")
+        elif args.max_length is not None:
+            print(f"note: --max-length {args.max_length} was not needed: the program compiles to a model exact at "
+                  "every length")
         if files:
             print(f"wrote {files[0]} and {files[1]}")
     return 0
