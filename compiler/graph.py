@@ -68,6 +68,8 @@ LOCAL_RANGE_CAP = 16
 PERIOD_CAP = 5040
 #: the most (token, residue) pairs a path may track when deciding tests along it
 PAIR_CAP = 1 << 16
+#: the largest magnitude a head's value may reach: float64 holds every half-integer up to 2^52
+HEAD_VALUE_CAP = 2 ** 52
 #: the local heads' content logit at BOS (any value with exp(-L) = 0 in float64 works)
 LOCAL_BOS_LOGIT = 1024.0
 
@@ -817,6 +819,8 @@ class _Builder:
             return B.TRUE_LIT
         if off < 0 and all(v < 0 for v in F.values()):
             return B.FALSE_LIT
+        if abs(off) + sum(map(abs, F.values())) > HEAD_VALUE_CAP:  # (a cheap bound first: rarely true)
+            self.check_value_bound(off, F)
         # canonical linear forms (as make_lin makes them) built directly: BOS is node 0 and F has
         # integer coefficients over nodes above it
         vlin = ((BOS, off + 0.5), *sorted(F.items()))
@@ -828,6 +832,18 @@ class _Builder:
                           lambda: expr_to_str(hint) if hint is not None else f"{ftext()}{_const_text(off)} >= 0",
                           {"input": y}, [head.id, BOS])
         return (sign.id, False)
+
+    def check_value_bound(self, off: int, F: dict) -> None:
+        """A head's value ``sum_k a_k P_k + (off + 1/2) bos`` must be a float64 half-integer at every
+        position (inputs are 0/1, so it lies between the sum of its negative and the sum of its
+        positive coefficients): beyond 2^52 even float64 rounds it, and no dtype runs the model
+        exactly. Such a comparison is refused where it is written."""
+        coefs = [off + 0.5, *F.values()]
+        reach = max(sum(c for c in coefs if c > 0), -sum(c for c in coefs if c < 0))
+        if reach > HEAD_VALUE_CAP:
+            raise RaspError(f"this comparison's constants and coefficients add up to {int(reach):,}: a compiled head "
+                            "holds them exactly only up to 2^52 (float64's precision), so no dtype would run the "
+                            "model exactly", self.span, "use smaller constants (the interpreter runs it as written)")
 
 
 def or_operands(e) -> list:

@@ -32,7 +32,13 @@ Readout: ``W_U x > 1/2`` per position.
   attention pattern (W_Q = W_K = 0), so they run as one ``scaled_dot_product_attention`` call with
   ``is_causal=True`` and the value dimensions side by side, restricted to the fused kernels (flash,
   memory-efficient) so no n x n matrix is built; local heads by shifting. float64 on CUDA uses
-  ``scan`` (no fused kernel takes float64).
+  ``scan`` (no fused kernel takes float64), and so does a forward whose head values could pass 2^23
+  in the kernels' float32 accumulator (:meth:`CompiledTransformer.pick_backend`).
+
+``dense`` computes in the model's dtype: below float64 each softmax weight 1/(t+1) and each product
+with a value is rounded, so it equals ``scan`` only while the values are small against 2^p (the tests
+compare them in float64, and in lower precision on programs with small constants); ``scan`` and
+``sdpa`` round once, at the end.
 
 **Generation** keeps, per layer, the running float64 sum of each uniform head's value (its cache is
 one number per head) and the last max(d) values of the local heads, so a new token costs one
@@ -49,6 +55,8 @@ import torch.nn.functional as F
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16,
           "float16": torch.float16}
 BACKENDS = ("auto", "dense", "scan", "sdpa")
+#: the largest magnitude every half-integer below which float32 (sdpa's accumulator) holds exactly
+SDPA_EXACT = 2.0 ** 23
 
 
 def normalized_pair(y: torch.Tensor) -> torch.Tensor:
@@ -281,6 +289,15 @@ class CompiledTransformer(nn.Module):
             sub.uniform_ix = _slice_or_index(sub.uniform)
             self.layers.append(sub)
         self.readout = _Mats({"W_U": tensors["readout.W_U"]})
+        # the most a head's value can be in magnitude (inputs are 0/1: the larger of the sums of its
+        # W_V row's positive and negative entries); sdpa accumulates it in float32 (see pick_backend)
+        self.value_bound = 0.0
+        for k, (shape, idx, vals) in tensors.items():
+            if k.endswith("attn.W_V") and vals.numel():
+                v = vals.to(torch.float64)
+                pos = torch.zeros(shape[0], dtype=torch.float64).index_add_(0, idx[0].cpu(), v.clamp(min=0).cpu())
+                neg = torch.zeros(shape[0], dtype=torch.float64).index_add_(0, idx[0].cpu(), v.clamp(max=0).cpu())
+                self.value_bound = max(self.value_bound, float(pos.max()), float(-neg.min()))
 
     def weights(self) -> dict[str, tuple]:
         """Every weight as (shape, indices, values), named as in the files."""
@@ -311,14 +328,23 @@ class CompiledTransformer(nn.Module):
         return CompiledTransformer(self.arch, {k: (shape, idx.to(device), v.to(device=device, dtype=dtype))
                                                for k, (shape, idx, v) in w.items()})
 
-    def pick_backend(self, backend: str = "auto") -> str:
+    def pick_backend(self, backend: str = "auto", positions: int | None = None) -> str:
+        """The backend ``auto`` means for a forward over ``positions`` positions (BOS included; None:
+        any): ``sdpa`` on CUDA below float64 where it is exact, else ``scan``.
+
+        The fused kernels sum a uniform head's values (half-integers) in a float32 accumulator with
+        weight exp(0) = 1 and divide by the exact count once, so they equal ``scan`` while every
+        partial sum is a float32 half-integer: ``value_bound * positions <= 2^23``. Beyond that (a
+        program with large constants, or more than 2^23 / value_bound positions) ``auto`` uses
+        ``scan``, whose accumulator is float64."""
         if backend not in BACKENDS:
             from rasp.errors import RaspError
             raise RaspError(f"unknown backend {backend!r}", hint="choose " + ", ".join(BACKENDS))
         if backend != "auto":
             return backend
         if self.device.type == "cuda" and self.dtype != torch.float64:
-            return "sdpa"
+            if positions is None or self.value_bound * positions <= SDPA_EXACT:
+                return "sdpa"
         return "scan"
 
     # ------------------------------------------------------------------ pieces (feature-major)
@@ -411,7 +437,7 @@ class CompiledTransformer(nn.Module):
     # ------------------------------------------------------------------ forward
     def residual_fm(self, ids: torch.Tensor, backend: str = "auto", collect: list | None = None) -> torch.Tensor:
         """The final residual stream, feature-major: (B, d_model, n + 1), BOS at position 0."""
-        backend = self.pick_backend(backend)
+        backend = self.pick_backend(backend, ids.shape[1] + 1)
         x = self.embed_sequence(ids)
         for sub in self.layers:
             x = self.attention(sub, x, backend, collect)
@@ -451,7 +477,7 @@ class CompiledTransformer(nn.Module):
         return self._generate(seqs, limits, backend, True)
 
     def _generate(self, seqs, limits, backend: str, want_prompt_outputs: bool):
-        backend = self.pick_backend(backend)
+        self.pick_backend(backend)  # a bad name fails here; each prefill picks for its own length
         B = len(seqs)
         prompt_bools: list = [None] * B
         # prefill in groups of similar length (padding a short prompt to a long one wastes memory)

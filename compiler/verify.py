@@ -245,7 +245,7 @@ def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np
         agree_interpreter=sum(same) / max(1, samples),
         agree_reference=None if all(t is None for t in targets) else sum(ref_ok) / max(1, samples),
         model_seconds=round(t_model, 6), interp_seconds=round(t_interp, 6), dtype=dtype_name(dtype),
-        device=str(m.device), backend=m.pick_backend(backend), example=example,
+        device=str(m.device), backend=m.pick_backend(backend, length + 1), example=example,
         peak_bytes=peak.device_bytes, host_peak_bytes=peak.host_bytes,
         weights_exact=dtype_name(dtype) in model.exact_dtypes,
     )

@@ -635,3 +635,38 @@ def test_generator_checks_compare_every_prompt_position():
     assert same == [True]
     inputs, _ = V.sample_inputs(right, None, np.random.default_rng(0), 200, 3)
     assert all("<s>" in x for x in inputs)
+
+
+def test_head_values_beyond_float64_are_refused_where_written():
+    """A head holds its comparison's constants and coefficients as one half-integer sum: up to 2^52
+    it is exact in float64 (and the model agrees with the interpreter), beyond it no dtype is exact
+    and compile refuses the comparison, located."""
+    ok = 'alphabet a b\nP = #"a" - #"b" + 4194304 * 1073741823 >= 0\nZ = exists[j == i - 1] P == exists[j == i - 1] true\n'
+    p = rasp.parse(ok)
+    m = compiler.compile(p)
+    assert m.exact_dtypes == ["float64"]
+    for toks in ("a", "b", "a b", "b b a", "a a b b a b"):
+        assert m.run(toks, dtype="float64") == rasp.run(p, toks), toks
+    bad = 'alphabet a b\nP = #"a" - #"b" + 4194304 * 1073741824 + 1 >= 0\nX = 2 * #P > 2 * #true\n'
+    with pytest.raises(rasp.RaspError, match=r"add up to 4,503,599,627,370,499.*2\^52") as info:
+        compiler.compile(rasp.parse(bad))
+    assert (info.value.line, info.value.column) == (2, 5)
+
+
+def test_auto_takes_sdpa_only_where_its_float32_accumulator_is_exact(monkeypatch):
+    """On CUDA below float64, auto picks the fused kernels only while value_bound * positions <= 2^23
+    (their float32 accumulator holds the sums exactly); beyond, scan (float64 accumulation). The
+    decision is tested here with the device faked: the kernels themselves run in the CUDA tests."""
+    from compiler.model import SDPA_EXACT
+
+    m = compiler.compile(rasp.parse('alphabet a b\nX = 4194303 * #"a" - 4194304 * #"b" + 2 >= 0\n'))
+    t = m.model("cpu", "float32")
+    assert t.value_bound == 4194303 + 2.5  # the larger of the positive and negative row sums (BOS: 2 + 1/2)
+    small = compiler.compile(rasp.load("programs/dyck1.cr")).model("cpu", "float32")
+    assert small.value_bound <= 2
+    assert t.pick_backend("auto", 4) == small.pick_backend("auto", 4) == "scan"  # on CPU always scan
+    monkeypatch.setattr(CompiledTransformer, "device", property(lambda self: torch.device("cuda")))
+    assert t.pick_backend("auto", 1) == "sdpa" and t.pick_backend("auto", 2) == "scan"
+    limit = int(SDPA_EXACT // small.value_bound)
+    assert small.pick_backend("auto", limit) == "sdpa" and small.pick_backend("auto", limit + 1) == "scan"
+    assert t.pick_backend("sdpa", 10**6) == "sdpa"  # asked for by name: as asked

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         inexact = [d for d in ("float32", "bfloat16", "float16") if d not in model.exact_dtypes]
         if inexact:
             print(f"note: {', '.join(inexact)} cannot hold every weight exactly (a constant of the program needs "
-                  f"more significant bits): the model is exact in {', '.join(model.exact_dtypes)} only")
+                  f"more significant bits): the model is exact in {', '.join(model.exact_dtypes) or 'no dtype'} only")
         if bound is not None:
             print(f"bounded model: exact on sequences of at most {bound} tokens, no claim beyond (see rasp check)")
         elif args.max_length is not None:

@@ -121,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     for dt in dtypes:
         if dt not in model.exact_dtypes and not args.json:
             print(f"note: {dt} cannot hold every weight of this model exactly (a constant of the program needs more "
-                  f"significant bits; exact in {', '.join(model.exact_dtypes)}): its rows measure that rounding")
+                  f"significant bits; exact in {', '.join(model.exact_dtypes) or 'no dtype'}): its rows measure that rounding")
         for n in args.lengths:
             if tmax is not None and n > tmax:
                 skipped.append(n)
