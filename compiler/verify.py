@@ -389,9 +389,11 @@ def memory_stop(device, need_dev: int, need_host: int, free=None) -> dict | None
 
 def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.random.Generator, device=None,
                backend: str = "auto", start: int = 16, budget_s: float = 60.0, max_length: int | None = None,
-               max_new: int | None = None, rows: list | None = None, on_row=None) -> dict:
+               max_new: int | None = None, rows: list | None = None, on_row=None, done: dict | None = None) -> dict:
     """Double the length from ``start`` until a disagreement or a budget; the longest exact length.
-    Each step's :class:`Row` is appended to ``rows`` and passed to ``on_row`` as soon as it is done."""
+    Each step's :class:`Row` is appended to ``rows`` and passed to ``on_row`` as soon as it is done.
+    ``done``: rows already measured in this dtype, by length (``rasp verify``'s ``--lengths`` rows),
+    taken as they are instead of being run again."""
     task = as_task(task)
     if samples < 1 or start < 1:
         raise RaspError(f"find_limit needs samples and a start length of at least 1, got {samples} and {start}")
@@ -419,19 +421,23 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
         if longest is not None and spent + 2.5 * last > budget_s:
             stopped = f"time budget ({budget_s:g} s)"
             break
-        t0 = time.perf_counter()
-        try:
-            row = verify_length(model, task, n, samples, rng, device=device, dtype=dtype, backend=backend,
-                                max_new=max_new)
-        except (torch.cuda.OutOfMemoryError, MemoryError):
-            stopped = "out of memory"
-            break
-        last = time.perf_counter() - t0
+        row = (done or {}).get(n)
+        if row is not None:  # measured already: its times predict the next step's
+            last = row.model_seconds + row.interp_seconds
+        else:
+            t0 = time.perf_counter()
+            try:
+                row = verify_length(model, task, n, samples, rng, device=device, dtype=dtype, backend=backend,
+                                    max_new=max_new)
+            except (torch.cuda.OutOfMemoryError, MemoryError):
+                stopped = "out of memory"
+                break
+            last = time.perf_counter() - t0
+            if rows is not None:
+                rows.append(row)
+            if on_row is not None:
+                on_row(row)
         measured.append((n, row.peak_bytes, row.host_peak_bytes))
-        if rows is not None:
-            rows.append(row)
-        if on_row is not None:
-            on_row(row)
         if row.agree < 1.0:
             failed = n
             stopped = f"disagreement at {n}"

@@ -108,6 +108,25 @@ def test_find_limit_stops_at_a_partial_disagreement(monkeypatch):
     assert (lim["longest_exact"], lim["first_failure"], lim["stopped"]) == (32, 64, "disagreement at 64")
 
 
+def test_find_limit_takes_rows_already_measured(monkeypatch):
+    """Rows rasp verify measured for --lengths are reused (not run or reported again), and one that
+    disagreed stops the search there."""
+    ran = _fake_steps(monkeypatch)
+    m = compiler.compile(rasp.load(DYCK))
+    done = {32: V.verify_length(m, None, 32, 1, None)}
+    ran.clear()
+    rows, shown = [], []
+    lim = V.find_limit(m, None, "float32", samples=1, rng=np.random.default_rng(0), start=16, budget_s=60,
+                       max_length=128, rows=rows, on_row=shown.append, done=done)
+    assert ran == [16, 64, 128] and [r.length for r in rows] == [r.length for r in shown] == [16, 64, 128]
+    assert lim["longest_exact"] == 128
+    bad = {32: V.Row(length=32, samples=1, agree=0.0, agree_interpreter=0.0, agree_reference=None, model_seconds=0.0,
+                     interp_seconds=0.0, dtype="float32", device="cpu", backend="scan")}
+    ran.clear()
+    lim = V.find_limit(m, None, "float32", samples=1, rng=np.random.default_rng(0), start=16, budget_s=60, done=bad)
+    assert ran == [16] and lim["stopped"] == "disagreement at 32" and lim["longest_exact"] == 16
+
+
 def test_find_limit_runs_the_tasks_longest_length(monkeypatch):
     """The task's longest input is a length find-limit reaches by doubling: it is verified, then the
     search stops."""

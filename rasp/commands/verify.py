@@ -149,7 +149,8 @@ def _run(args: argparse.Namespace) -> int:
 
             limits.append(V.find_limit(model, task, dt, samples=args.samples, rng=rng, device=device,
                                        backend=args.backend, start=args.start, budget_s=args.budget,
-                                       max_length=max_len, max_new=args.max_new, rows=rows, on_row=show))
+                                       max_length=max_len, max_new=args.max_new, rows=rows, on_row=show,
+                                       done={r.length: r for r in rows if r.dtype == V.dtype_name(dt)}))
     if not rows:
         raise RaspError(f"nothing was verified: every length is longer than "
                         f"{'the bounded model' if bound and tmax == bound else 'the task'} allows ({tmax})",
