@@ -25,8 +25,10 @@ denominator of a and b: shifting i (or j) by that period adds a multiple of k to
   d > (c + hi)/(-a) (a < 0) is the sign of a: regular with that T;
 * a + b != 0: depends on absolute position, not translation invariant: **not regular**.
 
-A product of two purely periodic terms is periodic; other products of positions are not analysed
-(not translation invariant, or a non-linear function of i - j). A Boolean combination of atoms is regular with the
+A product of two purely periodic terms is periodic. Other products of positions are kept as a
+:class:`_Poly`, known only modulo constants: an integer polynomial taken ``% k`` is periodic
+(``i * i % 5 == 1`` is ``i % 5`` in {1, 4}); compared as it is, it is not analysed (not translation
+invariant, or a non-linear function of i - j). A Boolean combination of atoms is regular with the
 largest T and the lcm of the periods. All of this is exact: no sampling is involved.
 """
 from __future__ import annotations
@@ -39,7 +41,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import ast as A
-from .errors import Span
+from .errors import RaspError, Span
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,34 @@ class _Term:
         return math.lcm(self.a.denominator, self.b.denominator)
 
 
+@dataclass(frozen=True)
+class _Poly:
+    """An integer term that is not linear in i and j (a product of non-constant terms), known only
+    modulo constants: shifting i, or j, by a multiple of ``shift(k)`` changes it by a multiple of k.
+    So ``P % k`` is periodic with period ``shift(k)`` (``i * i % 5`` has period 5), and a comparison
+    of P itself is not analysed (``info`` says why)."""
+
+    info: NotRegular
+    shift: object  # int k -> int
+
+    is_const = False
+
+
+def _shift(t) -> object:
+    """``shift`` of any term: for a linear one t = a*i + b*j + c + p, a shift by lcm(M, k*L) (L the
+    common denominator of a and b) adds a multiple of k (a*L and b*L are integers) and keeps p."""
+    if isinstance(t, _Poly):
+        return t.shift
+    return lambda k: math.lcm(t.period, k * t.denominator)
+
+
+def _poly(info: NotRegular, x, y) -> _Poly:
+    """A sum or product of two integer terms, one of them non-linear: with x = x' + k*m1 and
+    y = y' + k*m2 after a shift by a multiple of both shifts, x +- y and x*y change by multiples of k."""
+    sx, sy = _shift(x), _shift(y)
+    return _Poly(info, lambda k: math.lcm(sx(k), sy(k)))
+
+
 def _const(v) -> _Term:
     return _Term(Fraction(0), Fraction(0), Fraction(v), Fraction(0), Fraction(0), 1)
 
@@ -95,9 +125,19 @@ def _term(r) -> _Term:
         return _Term(one if r.name == "i" else zero, one if r.name == "j" else zero, zero, zero, zero, 1)
     if isinstance(r, A.PNeg):
         t = _term(r.operand)
+        if isinstance(t, _Poly):
+            return t
         return _Term(-t.a, -t.b, -t.c, -t.hi, -t.lo, t.period)
     if isinstance(r, A.PBin):
         x, y = _term(r.left), _term(r.right)
+        poly = x if isinstance(x, _Poly) else y if isinstance(y, _Poly) else None
+        if poly is not None:
+            if r.op in "+-*":
+                return _poly(poly.info, x, y)
+            k = int(y.c)  # (a positive constant: y is no _Poly)
+            if r.op == "%":
+                return _Term(Fraction(0), Fraction(0), Fraction(0), Fraction(0), Fraction(k - 1), poly.shift(k))
+            return _Poly(poly.info, lambda k2: poly.shift(k * k2))  # floor(P / k) moves by k2 when P moves by k*k2
         if r.op in "+-":
             s = 1 if r.op == "+" else -1
             lo, hi = (y.lo, y.hi) if s == 1 else (-y.hi, -y.lo)
@@ -134,13 +174,15 @@ def _product(x: _Term, y: _Term, span) -> _Term:
         corners = [u * v for u in xs for v in ys]
         return _Term(Fraction(0), Fraction(0), Fraction(0), min(corners), max(corners), math.lcm(x.period, y.period))
     if x.a + x.b != 0 or y.a + y.b != 0:
-        raise _NotRegular("translation invariance",
+        info = NotRegular("translation invariance",
                           "multiplies positions: the product changes when i and j shift together "
                           "(it depends on absolute position)", span)
-    raise _NotRegular("locality",
-                      "multiplies a term that grows with the distance i - j by another non-constant term: "
-                      "only linear arithmetic in i - j is reduced to finitely many local relations "
-                      "(write it as comparisons of i - j with constants)", span)
+    else:
+        info = NotRegular("locality",
+                          "multiplies a term that grows with the distance i - j by another non-constant term: "
+                          "only linear arithmetic in i - j is reduced to finitely many local relations "
+                          "(write it as comparisons of i - j with constants)", span)
+    return _poly(info, x, y)
 
 
 def _formula(r) -> GuardForm:
@@ -153,6 +195,9 @@ def _formula(r) -> GuardForm:
         return _formula(r.operand)
     if isinstance(r, A.PCmp):
         x, y = _term(r.left), _term(r.right)
+        for t in (x, y):
+            if isinstance(t, _Poly):  # a product compared as it is, not modulo a constant
+                raise _NotRegular(t.info.condition, t.info.message, t.info.span)
         a, b, c = x.a - y.a, x.b - y.b, x.c - y.c
         lo, hi = x.lo - y.hi, x.hi - y.lo
         period = math.lcm(x.period, y.period)
@@ -271,6 +316,10 @@ def periodic_residues(rel: A.PosExpr) -> tuple[int, frozenset] | None:
     if not isinstance(form, GuardForm) or form.window != 0:
         return None
     M = form.period
+    if M > TABLE_CAP:
+        raise RaspError(f"this positional predicate has period {M:,}: its table would have more than {TABLE_CAP:,} "
+                        "entries, too large to analyse or compile", rel.span,
+                        "a smaller period (rasp run evaluates it as written)")
     vals = np.broadcast_to(np.asarray(eval_relation(rel, np.arange(M, dtype=np.int64)), dtype=bool), (M,))
     r = np.arange(M)
     for p in range(1, M + 1):

@@ -297,6 +297,8 @@ class _Checker:
         if self.rel_type(r, allowed, where) != BOOL:
             raise RaspError(f"{where} needs a condition, not a number", r.span,
                             "write a comparison, e.g. j == i - 1" if "j" in allowed else "e.g. i % 2 == 0")
+        position_reach(r, where)
+
 
     def rel_type(self, r, allowed, where, in_map: bool = False) -> str:
         if isinstance(r, (A.PCond, A.PTable, A.PSym)) and not in_map:
@@ -379,6 +381,52 @@ class _Checker:
         if decl.kind in ("generate", "predict") and (len(d.params) != 1 or t != BOOL):
             raise RaspError(f"'output {decl.kind}' needs a bool family over one symbol, NAME[x] = ...", decl.span,
                             f"'{decl.name}' is a {t}{' family of %d indices' % len(d.params) if d.params else ''}")
+
+
+def position_reach(r, where: str) -> tuple[int, int]:
+    """Bounds (lo, hi) of a guard's or ``pos[...]``'s arithmetic at positions 0 to
+    :data:`POSITION_BOUND` (interval arithmetic); a subterm that could pass
+    :data:`POSITION_ARITH_CAP` in magnitude is a located error. The analysis of relations
+    (:mod:`rasp.guards`) is exact integer arithmetic while evaluation uses 64-bit integers: within
+    the cap they agree (beyond it evaluation would wrap around and the two would differ)."""
+    if isinstance(r, A.PInt):
+        return r.value, r.value
+    if isinstance(r, A.PVar):
+        return 0, POSITION_BOUND
+    if isinstance(r, A.PNeg):
+        lo, hi = position_reach(r.operand, where)
+        return -hi, -lo
+    if isinstance(r, A.PNot):
+        position_reach(r.operand, where)
+        return 0, 1
+    if isinstance(r, A.PBool):
+        return 0, 1
+    (a, b), (c, d) = position_reach(r.left, where), position_reach(r.right, where)
+    if not isinstance(r, A.PBin):
+        return 0, 1  # comparisons and connectives: a bool
+    if r.op == "+":
+        lo, hi = a + c, b + d
+    elif r.op == "-":
+        lo, hi = a - d, b - c
+    elif r.op == "*":
+        corners = (a * c, a * d, b * c, b * d)
+        lo, hi = min(corners), max(corners)
+    elif r.op == "%":  # Python's modulo by a positive constant: in [0, k - 1]
+        k = r.right.value
+        lo, hi = (a, b) if 0 <= a and b < k else (0, k - 1)
+    else:  # floor division by a positive constant
+        lo, hi = a // r.right.value, b // r.right.value
+    reach = max(abs(lo), abs(hi))
+    if reach > POSITION_ARITH_CAP:
+        raise RaspError(f"this arithmetic in {where} can reach {reach:,} at positions up to 2^31: beyond 2^63 - 1 "
+                        "64-bit integers would wrap around", r.span, "use smaller constants")
+    return lo, hi
+
+
+#: positions the bound of :func:`position_reach` allows for (inputs of up to 2^31 tokens)
+POSITION_BOUND = 1 << 31
+#: the most a guard's or pos[...]'s arithmetic may reach in magnitude (64-bit evaluation stays exact)
+POSITION_ARITH_CAP = (1 << 63) - 1
 
 
 def check_module(module: A.Module) -> Checked:

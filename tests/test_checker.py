@@ -101,6 +101,10 @@ ROWS = [
     Row("guard-j-residue", count_prog('#[j % 3 == 0] "a"'), P, (), (3,)),
     Row("guard-residue-product", count_prog('#[(i % 2) * (j % 2) == 1] "a"'), P, (), (2,)),
     Row("pos-residue-product", bool_prog("pos[(i % 2) * (i % 3) == 2]"), P, (), (6,)),
+    # an integer polynomial taken modulo k is periodic (i^2 mod 3 is 1 exactly when 3 does not divide i)
+    Row("pos-square-mod", bool_prog("pos[i * i % 3 == 1]"), P, (), (3,)),
+    Row("guard-distance-squared-mod", count_prog('#[(i - j) * (i - j) % 3 == 0] "a"'), P, (), (3,)),
+    Row("guard-product-mod", count_prog('#[(i * j + 3 * i) % 4 == 1] "a"'), P, (), (2, 4)),
     Row("aa-star", 'alphabet a\nOUT = pos[i % 2 == 1] && #"a" == #true\n', P, (), (2,)),
     # ---- periodic and local
     Row("pred-and-parity", count_prog('#[j == i - 1] "a"', "E = pos[i % 2 == 0]\n"), PL, (1,), (2,)),
@@ -121,7 +125,7 @@ ROWS = [
     Row("periodic-times-distance", count_prog('#[(i % 3) * (i - j) == 2] "a"'), NONE,
         reasons=((LOC, 2, "(i % 3) * (i - j)"),)),
     Row("j-times-distance", count_prog('#[j * (i - j) == 0] "a"'), NONE, reasons=((TI, 2, "j * (i - j)"),)),
-    Row("pos-square", bool_prog("pos[i * i % 3 == 1]"), NONE, reasons=((PER, 2, "i * i"),)),
+    Row("pos-square-compared", bool_prog("pos[i * i > 5]"), NONE, reasons=((PER, 2, "i * i"),)),
     Row("pos-abs", bool_prog("pos[i <= 5]"), NONE, reasons=((PER, 2, "i <= 5"),)),
     Row("pos-abs-in-and", bool_prog('"a" && pos[i > 2]'), NONE, reasons=((PER, 2, "i > 2"),)),
     Row("exists-abs", bool_prog('exists[j > 2] "a"'), NONE, reasons=((TI, 2, "j > 2"),)),

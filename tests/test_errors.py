@@ -129,6 +129,11 @@ BAD_PROGRAMS = [
     Bad("magnitude-of-a-count", 'alphabet a b\nX = 2000000000 * (2000000000 * #"a") > 0\n', 2, 5,
         "can reach 4,000,000,000,000,000,000 times the input length", "smaller constants"),
     Bad("alphabet-symbol-twice", 'alphabet a b a\nX = exists "a"\n', 1, 1, "lists a symbol twice: a", "each symbol once"),
+    # 64-bit evaluation and the exact analysis of relations agree only within int64
+    Bad("guard-arithmetic-overflow", 'alphabet a b\nX = #[(i - j) * (2147483647 * 2147483647 * 4) > 0] "a" > 0\n',
+        2, 18, "can reach 18,446,744,056,529,682,436 at positions up to 2^31", "smaller constants"),
+    Bad("pos-arithmetic-overflow", 'alphabet a b\nX = pos[i * i * i % 7 == 1]\n', 2, 9,
+        "this arithmetic in pos[...] can reach", "smaller constants", 9),
     Bad("special-token-twice", 'alphabet a b\nspecial "<s>" "<s>"\nX = exists "a"\n', 2, 1,
         "special tokens list a token twice: <s>", "each token once"),
     Bad("alphabet-and-special", 'alphabet a b\nspecial a\nF[x] = exists Q[x]\nX = F["a"] && map(x -> x, tokens) == 0\n',
@@ -504,3 +509,15 @@ def test_a_byte_that_is_not_utf8_is_located(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"{f}:2:10: error: cannot read program: not UTF-8 text (byte 0xff")
     assert err.splitlines()[2] == "  " + " " * 9 + "^"
+
+
+def test_a_period_too_large_to_tabulate_is_located_in_check_and_compile(tmp_path, capsys):
+    """rasp run evaluates pos[...] of any period as written; check and compile tabulate it (M entries)
+    and refuse a period over 2^22 where it is written (it used to run out of memory)."""
+    f = tmp_path / "per.rasp"
+    f.write_text('alphabet a b\nX = pos[i % 1000003 == 0 && i % 999983 == 0] && "a"\n')
+    for cmd in ("check", "compile"):
+        assert main([cmd, str(f)]) == 2, cmd
+        err = capsys.readouterr().err
+        assert err.startswith(f"{f}:2:9: error: this positional predicate has period 999,985,999,949"), err
+    assert main(["run", str(f), "a", "b"]) == 0

@@ -87,17 +87,18 @@ NOT = #[!((i - j) % 3 == 0) || i - j < 5] "c"
 BLK2 = #[i / 2 - j / 2 == 0] "b"
 BLK3 = #[(i + 1) / 3 == (j + 1) / 3] "a"
 PAR = #[i % 2 == j % 2] "c"
+POLY = #[(i * j + 3 * i) % 4 == 1 || ((i - j) * (i - j) / 2) % 3 == 1] "b"
 C1 = #[j >= 0 && (i - j) % 2 == 0] "a"
 C2 = #[i + j != -1 || j == i - 1] "b"
 C3 = #[3 * j + i < 0 || i - j == 2] "c"
-ok = M3 + J2 > I2 + WP || NM + OR + MIX + DV + FAR == NOT || BLK2 + BLK3 + PAR < C1 + C2 + C3
+ok = M3 + J2 > I2 + WP || NM + OR + MIX + DV + FAR == NOT || BLK2 + BLK3 + PAR < C1 + C2 + C3 + POLY
 """,
     "general": """\
 alphabet a b c
 J3 = #[j <= 3] "a"
 HALF = #[j == i / 2] "b"
 SECOND = #[2 * j >= i] "c"
-PROD = #[(i * j) % 5 == 1] "a"
+PROD = #[(i * j) / 5 == 1] "a"
 ABS = #[i >= 10 && j >= i - 4] "b"
 SQ = #[j * j <= i] "c"
 FIRST = #[j == 0] "a"
