@@ -156,14 +156,17 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     if t is None:
         return None
     M, T = t.period, t.window
-    if T > BRANCH_CAP:
-        raise RaspError(f"this count's relation has a window of {T:,} offsets: its normal form sums one local count "
-                        f"per offset (at most {BRANCH_CAP}); too large to analyse or compile",
-                        getattr(rel, "span", None), "use a narrower window")
     # residues of i whose branches are equal share one (#[j % 300 == 0] P is one branch)
     by_branch: dict[tuple, list[int]] = {}
     for ri in range(M):
-        by_branch.setdefault((t.far[ri].tobytes(), _corrections(t, ri).tobytes()), []).append(ri)
+        corr = _corrections(t, ri)
+        # one local count per offset whose correction is not 0 (#[i - j == 300] has one, at d = 300)
+        n_local = int(np.count_nonzero(corr))
+        if n_local > BRANCH_CAP:
+            raise RaspError(f"this count's relation needs {n_local:,} local counts (one per offset of its window "
+                            f"where the far part does not already count j; at most {BRANCH_CAP}): too large to "
+                            "analyse or compile", getattr(rel, "span", None), "use a narrower window")
+        by_branch.setdefault((t.far[ri].tobytes(), corr.tobytes()), []).append(ri)
     groups = list(by_branch.values())
     if len(groups) > BRANCH_CAP:
         raise RaspError(f"this count's relation has period {M:,} and {len(groups):,} different branches, one per "

@@ -534,11 +534,14 @@ def test_depth_is_the_deepest_definition_and_rewrites_reach_map_arguments():
 
 
 @pytest.mark.parametrize("guard, refused", [
-    ("i - j <= 255", None), ("i - j <= 256", "a window of 257 offsets"),
+    ("i - j <= 255", None), ("i - j <= 256", "needs 257 local counts"),
     ("(i - j) % 256 == 0", None), ("(i - j) % 257 == 0", "257 different branches"),
+    # one offset far out is one local count, however it is written (as #[j == i - 300] is)
+    ("i - j == 300", None), ("j + 300 == i", None), ("i - j == 300 || i - j == 1000", None),
 ])
 def test_branch_cap_boundaries(guard, refused):
-    """BRANCH_CAP (256) is the most window offsets and the most branches a normal form may have."""
+    """BRANCH_CAP (256) is the most local counts (offsets whose correction is not 0) and the most
+    branches a normal form may have."""
     p = rasp.parse(f'alphabet a b\nX = #[{guard}] "a" >= 1\n')
     if refused is None:
         assert check(p, with_task=False).in_class
