@@ -1338,6 +1338,14 @@ def lower(program: Program) -> Program | None:
 
 
 # ============================================================================ the verdict
+def _within(inner, outer) -> bool:
+    """Whether span ``inner`` lies inside span ``outer`` (both present)."""
+    if inner is None or outer is None:
+        return False
+    return ((outer.line, outer.column) <= (inner.line, inner.column)
+            and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column))
+
+
 def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, with_task: bool = True,
                       base=None):
     """The checker's verdict (:class:`rasp.checker.Verdict`) for a program that may use RASP-L.
@@ -1362,9 +1370,10 @@ def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, w
     * it conforms to RASP-L (:func:`conformance` finds nothing) but does not lower: fragment
       ``RASP-L``, guarantee ``conjectured``; ``reasons`` says why it is not C-RASP (condition
       ``C-RASP operations``, located at the node that does not lower);
-    * otherwise fragment ``none``, guarantee ``none``, ``reasons`` the located RASP-L violations
-      (conditions ``RASP-L: indices``, ``RASP-L: finite maps``; a non-local C-RASP guard or positional
-      predicate counts as computing on indices).
+    * otherwise fragment ``none``, guarantee ``none``, ``reasons`` the located violations: a guard or
+      positional predicate outside C-RASP[periodic, local] as the C-RASP analysis names it (condition
+      and failing atom), then the RASP-L violations elsewhere (conditions ``RASP-L: indices``,
+      ``RASP-L: finite maps``).
     """
     from . import checker
     from .rewrite import rewrite_module
@@ -1386,6 +1395,10 @@ def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, w
     reasons = conformance(program)  # covers C-RASP guards too (non-local ones compute on indices)
     if reasons:
         fragment = "none"
+        # a guard or pos[...] outside C-RASP[periodic, local]: the C-RASP analysis names the failing
+        # condition at the failing atom; RASP-L's "computes on indices" for the same node adds nothing
+        positional = [r for r in base.reasons if r.condition in ("translation invariance", "locality", "periodicity")]
+        reasons = positional + [r for r in reasons if not any(_within(p.span, r.span) for p in positional)]
     else:
         fragment = "RASP-L"
         if why is not None:
