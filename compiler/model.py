@@ -55,7 +55,7 @@ import torch.nn.functional as F
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16,
           "float16": torch.float16}
 BACKENDS = ("auto", "dense", "scan", "sdpa")
-#: the largest magnitude every half-integer below which float32 (sdpa's accumulator) holds exactly
+#: float32 (the fused kernels' accumulator) holds every half-integer up to this magnitude exactly
 SDPA_EXACT = 2.0 ** 23
 
 
