@@ -156,8 +156,14 @@ def _cmp(op: str, x, y) -> bool:
     return {"==": x == y, "!=": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y, "true": True}[op]
 
 
+def _wrap64(v: int) -> int:
+    """v as a 64-bit integer: the interpreter evaluates maps on int64 arrays, which wrap around."""
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def _apply(r, env: dict, codes: dict):
-    """A map body on Python ints (``/`` floor division, ``%`` Python modulo, missing table keys 0)."""
+    """A map body on Python ints exactly as the interpreter's int64 evaluation computes it (``/``
+    floor division, ``%`` Python modulo, missing table keys 0, arithmetic wrapping at 2^63)."""
     ev = lambda s: _apply(s, env, codes)  # noqa: E731
     if isinstance(r, (A.PInt, A.PBool)):
         return r.value
@@ -166,10 +172,11 @@ def _apply(r, env: dict, codes: dict):
     if isinstance(r, A.PVar):
         return env[r.name]
     if isinstance(r, A.PNeg):
-        return -ev(r.operand)
+        return _wrap64(-ev(r.operand))
     if isinstance(r, A.PBin):
         x, y = ev(r.left), ev(r.right)
-        return {"+": x + y, "-": x - y, "*": x * y}[r.op] if r.op in "+-*" else (x // y if r.op == "/" else x % y)
+        v = {"+": x + y, "-": x - y, "*": x * y}[r.op] if r.op in "+-*" else (x // y if r.op == "/" else x % y)
+        return _wrap64(v)
     if isinstance(r, A.PCmp):
         return _cmp(r.op, ev(r.left), ev(r.right))
     if isinstance(r, A.PAnd):
@@ -1304,14 +1311,29 @@ def lower_explained(program: Program, max_length: int | None = None) -> tuple[Pr
     try:
         checked = check_module(module)
         core = expand(module, checked, tuple(program.alphabet))
-    except RaspError as exc:  # a lowering bug: never hide it
-        raise AssertionError(f"lowered program does not type-check: {exc}") from exc
+    except RaspError as exc:
+        if "too large" in exc.message:  # a constant of the lowered program beyond the language's limits
+            return None, _too_large(program, module, exc)
+        raise AssertionError(f"lowered program does not type-check: {exc}") from exc  # a lowering bug
     except RecursionError:  # token tests over a large alphabet are disjunctions as long as it
         return None, too_deep
     lowered = Program(module, checked, core, program.source, program.filename)
     if checked.raspl:
         raise AssertionError("lowering left a RASP-L primitive")
     return lowered, None
+
+
+def _too_large(program: Program, lowered: A.Module, exc: RaspError) -> NotLowered:
+    """Why a lowered program is refused for its size (a map multiplies a count by more than C-RASP's
+    constants allow): located at the original definition the offending lowered one comes from (it
+    keeps its name, or is a helper ``NAME__v``)."""
+    line = exc.span.line if exc.span else None
+    name = next((d.name for d in lowered.statements if isinstance(d, A.Definition) and d.span
+                 and d.span.line <= (line or 0) <= d.span.end_line), None)
+    original = {d.name: d for d in program.module.statements if isinstance(d, A.Definition)}
+    d = original.get(name) or original.get((name or "").split("__")[0])
+    return NotLowered(f"its lowered form has a value too large for C-RASP ({exc.message})",
+                      d.span if d is not None else None, d.name if d is not None else "")
 
 
 def lower_bounded(program: Program, max_length: int) -> Program | None:

@@ -388,3 +388,23 @@ def test_aggregate_cost_at_the_cap_lowers():
     alphabet = " ".join(f"t{k}" for k in range(64))
     p = rasp.parse(f"alphabet {alphabet}\nM = aggregate(select(indices, indices, true), tokens, mean)\nok = M == 3\n")
     assert check(p, with_task=False).fragment == "C-RASP"
+
+
+def test_map_arithmetic_wraps_as_the_interpreter_does():
+    """Maps are evaluated on int64 arrays, which wrap at 2^63; the lowering tabulates them the same
+    way, so the lowered program (and the compiled model) agree with the interpreter even there."""
+    p = rasp.parse("alphabet a b\nok = map(x -> x * 2000000000 * 2000000000 * 3 > 0, tokens)\n")
+    low = lower(p)
+    assert low is not None
+    for toks in (["a"], ["b"], ["a", "b"], ["b", "a", "b"]):
+        assert low.run(toks) == p.run(toks), toks
+    assert p.run(["b"]) is False  # 1.2e19 wraps to a negative number
+
+
+def test_a_lowered_value_too_large_for_crasp_does_not_lower():
+    """A map that multiplies a count past C-RASP's constants: not lowered, with the reason located at
+    the definition (it was an AssertionError, an internal error in rasp check and rasp compile)."""
+    p = rasp.parse('alphabet a b\nX = map(c -> c * 2000000000 * 2, #"a")\nok = X > 5\n')
+    low, why = lower_explained(p)
+    assert low is None and "too large for C-RASP" in why.message and (why.span.line, why.span.column) == (2, 1)
+    assert verdict_for_raspl(p).fragment == "none"  # (the map is over a count: not RASP-L either)
