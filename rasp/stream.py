@@ -79,6 +79,8 @@ class _CountState:
     far: dict = field(default_factory=dict)  # regular guard: residue r -> count over j <= i - T, j = r
     table: np.ndarray | None = None  # regular guard: far table F[i mod M, j mod M]
     history: list = field(default_factory=list)  # general guard: every body value
+    at: int = -1  # the position of the last step, and its value: a node the lowering shares between
+    value: np.ndarray | None = None  # several expressions is read several times per position
 
     def step(self, i: int, body: np.ndarray) -> np.ndarray:
         if self.rel is None:
@@ -285,9 +287,11 @@ class Stream:
         return v.reshape(shape)
 
     def _count(self, e, scope):
-        body = np.asarray(self._eval(e.body, scope), dtype=bool)
         key = id(e)
         st = self._counts.get(key)
+        if st is not None and st.at == self.i:  # already stepped at this position (a shared node)
+            return st.value
+        body = np.asarray(self._eval(e.body, scope), dtype=bool)
         if st is None:
             rel = None
             if e.guard is not None:
@@ -298,7 +302,8 @@ class Stream:
                 if isinstance(st.form, GuardForm):
                     st.table = far_table(rel, st.form)
             self._counts[key] = st
-        return st.step(self.i, body)
+        st.value, st.at = st.step(self.i, body), self.i
+        return st.value
 
 
 # ============================================================================ whole inputs

@@ -408,3 +408,15 @@ def test_a_lowered_value_too_large_for_crasp_does_not_lower():
     low, why = lower_explained(p)
     assert low is None and "too large for C-RASP" in why.message and (why.span.line, why.span.column) == (2, 1)
     assert verdict_for_raspl(p).fragment == "none"  # (the map is over a count: not RASP-L either)
+
+
+def test_lowered_generator_with_shared_nodes_keeps_counting_once_per_token():
+    """The lowering shares one node among several expressions (here ``#[j <= i] true``); generation's
+    step-by-step evaluator (used after the first tokens) advanced its count once per use, so the
+    lowered program generated ``b b b b a a a`` where the original generates b seven times."""
+    p = rasp.parse('alphabet a b c\nspecial "<s>"\nD0 = aggregate(select(indices, indices, <=), "b")\n'
+                   'CODE[x] = sum(y, 1 if y < x else 0)\nNEXT[x] = D0 == CODE[x]\noutput generate NEXT\n')
+    low = lower(p)
+    for prompt in (["b"], ["a", "b"], ["c", "<s>"]):
+        assert low.run(prompt, max_new=12) == p.run(prompt, max_new=12), prompt
+    assert p.run(["b"], max_new=7) == ["b"] * 7
