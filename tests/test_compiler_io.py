@@ -457,6 +457,20 @@ def test_cuda_long_input_sdpa_is_exact():
 
 @cuda
 @pytest.mark.cuda
+def test_cuda_auto_keeps_large_head_values_exact():
+    """Head values near 2^22: the fused kernels' float32 accumulator would round their sums within a
+    few tokens, so auto takes scan there, and agrees with the interpreter in float32."""
+    p = rasp.parse('alphabet a b\nX = 4194303 * #"a" - 4194304 * #"b" + 2 >= 0\n')
+    m = compiler.compile(p)
+    assert m.model("cuda", "float32").pick_backend("auto", 5) == "scan"
+    rng = np.random.default_rng(3)
+    inputs = [[str(s) for s in rng.choice(["a", "b"], size=n)] for n in (4, 11, 64, 500)]
+    same, _, _, _, _ = V.check_inputs(m, inputs, [None] * len(inputs), device="cuda", dtype="float32")
+    assert all(same)
+
+
+@cuda
+@pytest.mark.cuda
 def test_cuda_peak_memory_and_free_memory():
     """On CUDA, PeakMemory reports the allocator's peak of a 256 MiB tensor made inside the block;
     free_memory counts what the caching allocator holds unused as free; a find-limit row on CUDA
