@@ -819,7 +819,7 @@ class _Builder:
             return B.TRUE_LIT
         if off < 0 and all(v < 0 for v in F.values()):
             return B.FALSE_LIT
-        if abs(off) + sum(map(abs, F.values())) > HEAD_VALUE_CAP:  # (a cheap bound first: rarely true)
+        if abs(off) + sum(map(abs, F.values())) >= HEAD_VALUE_CAP:  # (a cheap bound first: rarely true)
             self.check_value_bound(off, F)
         # canonical linear forms (as make_lin makes them) built directly: BOS is node 0 and F has
         # integer coefficients over nodes above it
@@ -838,10 +838,10 @@ class _Builder:
         position (inputs are 0/1, so it lies between the sum of its negative and the sum of its
         positive coefficients): beyond 2^52 even float64 rounds it, and no dtype runs the model
         exactly. Such a comparison is refused where it is written."""
-        coefs = [off + 0.5, *F.values()]
-        reach = max(sum(c for c in coefs if c > 0), -sum(c for c in coefs if c < 0))
-        if reach > HEAD_VALUE_CAP:
-            raise RaspError(f"this comparison's constants and coefficients add up to {int(reach):,}: a compiled head "
+        twice = [2 * off + 1, *(2 * v for v in F.values())]  # doubled: exact integers, no float rounding
+        reach2 = max(sum(c for c in twice if c > 0), -sum(c for c in twice if c < 0))
+        if reach2 > 2 * HEAD_VALUE_CAP:
+            raise RaspError(f"this comparison's constants and coefficients add up to {reach2 // 2:,}{'.5' if reach2 % 2 else ''}: a compiled head "
                             "holds them exactly only up to 2^52 (float64's precision), so no dtype would run the "
                             "model exactly", self.span, "use smaller constants (the interpreter runs it as written)")
 

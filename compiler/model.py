@@ -26,7 +26,7 @@ Readout: ``W_U x > 1/2`` per position.
 * ``dense``: the reference: explicit Q, K, V, the (n+1) x (n+1) logits with the positional term,
   softmax; for tests at small n;
 * ``scan`` (CPU default): a uniform head is ``cumsum(v) / (t + 1)``, the causal uniform average,
-  accumulated in float64 (exact for integer and half-integer values up to 2^53) and then cast to the
+  accumulated in float64 (exact for half-integer sums up to 2^52) and then cast to the
   model dtype; a local head is v shifted by d (BOS's value in front); O(n d) memory;
 * ``sdpa`` (CUDA default for float32/bfloat16/float16): all uniform heads of a layer share one
   attention pattern (W_Q = W_K = 0), so they run as one ``scaled_dot_product_attention`` call with

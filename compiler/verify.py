@@ -36,7 +36,7 @@ import torch
 from rasp.errors import RaspError
 from rasp.interp import evaluate, make_batch
 from rasp.memory import free_host_bytes
-from rasp.program import Program, generation_limits
+from rasp.program import Program, default_max_new, generation_limits
 
 from .api import CompiledModel
 from .model import dtype_name, resolve_dtype
@@ -229,7 +229,7 @@ def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np
         # a bounded model (compiler.bounded) is exact on sequences of at most `bound` tokens, the
         # generated ones included: generation stops there
         cap = max(0, bound - length)
-        max_new = cap if max_new is None else min(max_new, cap)
+        max_new = min(default_max_new(length) if max_new is None else max_new, cap)
     m = model.model(device, dtype)
     with PeakMemory(m.device) as peak:
         inputs, targets = sample_inputs(program, task, rng, length, samples)

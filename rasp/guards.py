@@ -279,6 +279,10 @@ def eval_function(rel: A.PosExpr, env: dict):
         return -ev(rel.operand)
     if isinstance(rel, A.PBin):
         x, y = ev(rel.left), ev(rel.right)
+        if type(x) is int and type(y) is int:  # constants: as int64 arithmetic would compute them (it wraps)
+            v = (x + y if rel.op == "+" else x - y if rel.op == "-" else x * y if rel.op == "*"
+                 else x // y if rel.op == "/" else x % y)
+            return (v + (1 << 63)) % (1 << 64) - (1 << 63)
         if rel.op == "+":
             return x + y
         if rel.op == "-":

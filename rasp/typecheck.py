@@ -419,7 +419,8 @@ def position_reach(r, where: str) -> tuple[int, int]:
     reach = max(abs(lo), abs(hi))
     if reach > POSITION_ARITH_CAP:
         raise RaspError(f"this arithmetic in {where} can reach {reach:,} at positions up to 2^31: beyond 2^63 - 1 "
-                        "64-bit integers would wrap around", r.span, "use smaller constants")
+                        "64-bit integers would wrap around", r.span,
+                        "use smaller constants or fewer factors of positions")
     return lo, hi
 
 

@@ -245,3 +245,25 @@ def test_verify_stays_inside_a_bounded_models_length():
         assert row.agree == 1.0, (n, row.example)
     row = V.verify_length(m, "NF", 6, 30, np.random.default_rng(1), dtype="float64")
     assert row.agree == 1.0 and row.agree_reference == 1.0  # the reference compared up to the cap
+
+
+def test_a_bounded_models_cap_only_lowers_the_default(monkeypatch):
+    """Generation in verify_length stops at the default 2n + 8 or at the bound N, whichever is first
+    (the bound must not raise the default: memory estimates assume it)."""
+    from compiler import verify as V
+
+    p = rasp.load("programs/nf.rasp", alphabet=["a", "b", "c", "<sep>"])
+    m = compile_raspl(p, max_length=40)
+    seen = []
+    real = V.check_inputs
+
+    def spy(model, inputs, targets, **kw):
+        seen.append(kw["max_new"])
+        return real(model, inputs, targets, **kw)
+
+    monkeypatch.setattr(V, "check_inputs", spy)
+    for n, want in ((4, 16), (20, 20), (40, 0)):
+        V.verify_length(m, None, n, 2, np.random.default_rng(0), dtype="float64")
+        assert seen[-1] == want, n
+    V.verify_length(m, None, 4, 2, np.random.default_rng(0), dtype="float64", max_new=3)
+    assert seen[-1] == 3
