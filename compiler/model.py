@@ -289,15 +289,12 @@ class CompiledTransformer(nn.Module):
             sub.uniform_ix = _slice_or_index(sub.uniform)
             self.layers.append(sub)
         self.readout = _Mats({"W_U": tensors["readout.W_U"]})
-        # the most a head's value can be in magnitude (inputs are 0/1: the larger of the sums of its
-        # W_V row's positive and negative entries); sdpa accumulates it in float32 (see pick_backend)
-        self.value_bound = 0.0
-        for k, (shape, idx, vals) in tensors.items():
-            if k.endswith("attn.W_V") and vals.numel():
-                v = vals.to(torch.float64)
-                pos = torch.zeros(shape[0], dtype=torch.float64).index_add_(0, idx[0].cpu(), v.clamp(min=0).cpu())
-                neg = torch.zeros(shape[0], dtype=torch.float64).index_add_(0, idx[0].cpu(), v.clamp(max=0).cpu())
-                self.value_bound = max(self.value_bound, float(pos.max()), float(-neg.min()))
+        # the most a head's value can be in magnitude at one position: sdpa accumulates it in float32
+        # (see pick_backend)
+        from .weights import head_value_bound
+
+        self.value_bound = head_value_bound({k: (shape, idx.cpu().numpy(), vals.to(torch.float64).cpu().numpy())
+                                             for k, (shape, idx, vals) in tensors.items() if k.endswith("attn.W_V")})
 
     def weights(self) -> dict[str, tuple]:
         """Every weight as (shape, indices, values), named as in the files."""

@@ -39,6 +39,7 @@ from rasp.memory import free_host_bytes
 from rasp.program import Program, default_max_new, generation_limits
 
 from .api import CompiledModel
+from .bounded import max_length_of
 from .model import dtype_name, resolve_dtype
 
 #: interpreter batches hold at most this many tokens
@@ -224,7 +225,7 @@ def verify_length(model: CompiledModel, task, length: int, samples: int, rng: np
     if length < 1 or samples < 1:
         raise RaspError(f"verify needs a length and a number of samples of at least 1, got {length} and {samples}")
     program = model.program
-    bound = (model.config.get("raspl") or {}).get("max_length")
+    bound = max_length_of(model)
     if bound and model.kind == "generate":
         # a bounded model (compiler.bounded) is exact on sequences of at most `bound` tokens, the
         # generated ones included: generation stops there

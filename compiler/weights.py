@@ -181,6 +181,18 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
 SIGNIFICAND_BITS = {"float64": 53, "float32": 24, "bfloat16": 8, "float16": 11}
 
 
+def head_value_bound(tensors: dict[str, tuple]) -> float:
+    """The most any head's value can be in magnitude at one position: its inputs are 0/1, so the
+    larger of the sums of its ``W_V`` row's positive and of its negative entries (NumPy arrays)."""
+    bound = 0.0
+    for name, (shape, idx, v) in tensors.items():
+        if name.endswith("attn.W_V") and len(v):
+            pos = np.bincount(idx[0], weights=np.maximum(v, 0), minlength=shape[0])
+            neg = np.bincount(idx[0], weights=np.minimum(v, 0), minlength=shape[0])
+            bound = max(bound, float(pos.max()), float(-neg.min()))
+    return bound
+
+
 def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
     """The dtypes (of :data:`SIGNIFICAND_BITS`) in which the construction's exactness argument holds:
     every weight is exactly representable, and so is every value a uniform head can carry at one
@@ -192,12 +204,7 @@ def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
     bfloat16 is float32 with the low 16 bits of the bit pattern zero."""
     values = [v for _, _, v in tensors.values() if len(v)]
     vals = np.concatenate(values) if values else np.zeros(0)
-    row_sum = 0.0
-    for name, (shape, idx, v) in tensors.items():
-        if name.endswith("attn.W_V") and len(v):
-            pos = np.bincount(idx[0], weights=np.maximum(v, 0), minlength=shape[0])
-            neg = np.bincount(idx[0], weights=np.minimum(v, 0), minlength=shape[0])
-            row_sum = max(row_sum, float(pos.max()), float(-neg.min()))
+    row_sum = head_value_bound(tensors)
     f32 = vals.astype(np.float32)
     exact = {
         "float64": True,

@@ -259,6 +259,11 @@ def eval_relation(rel: A.PosExpr, i, j=None):
     return eval_function(rel, {"i": i, "j": j})
 
 
+def wrap64(v: int) -> int:
+    """A Python int as the int64 arithmetic of the evaluation computes it (wrapping around at 2^63)."""
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 _PCMP = {
     "==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
     "<=": np.less_equal, ">=": np.greater_equal,
@@ -280,9 +285,8 @@ def eval_function(rel: A.PosExpr, env: dict):
     if isinstance(rel, A.PBin):
         x, y = ev(rel.left), ev(rel.right)
         if type(x) is int and type(y) is int:  # constants: as int64 arithmetic would compute them (it wraps)
-            v = (x + y if rel.op == "+" else x - y if rel.op == "-" else x * y if rel.op == "*"
-                 else x // y if rel.op == "/" else x % y)
-            return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+            return wrap64(x + y if rel.op == "+" else x - y if rel.op == "-" else x * y if rel.op == "*"
+                          else x // y if rel.op == "/" else x % y)
         if rel.op == "+":
             return x + y
         if rel.op == "-":

@@ -70,6 +70,7 @@ from fractions import Fraction
 from . import ast as A
 from .errors import RaspError, Span
 from .expand import expand
+from .guards import wrap64
 from .program import Program
 from .typecheck import check_module, symbol_comparison
 
@@ -156,11 +157,6 @@ def _cmp(op: str, x, y) -> bool:
     return {"==": x == y, "!=": x != y, "<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y, "true": True}[op]
 
 
-def _wrap64(v: int) -> int:
-    """v as a 64-bit integer: the interpreter evaluates maps on int64 arrays, which wrap around."""
-    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
-
-
 def _apply(r, env: dict, codes: dict):
     """A map body on Python ints exactly as the interpreter's int64 evaluation computes it (``/``
     floor division, ``%`` Python modulo, missing table keys 0, arithmetic wrapping at 2^63)."""
@@ -172,11 +168,11 @@ def _apply(r, env: dict, codes: dict):
     if isinstance(r, A.PVar):
         return env[r.name]
     if isinstance(r, A.PNeg):
-        return _wrap64(-ev(r.operand))
+        return wrap64(-ev(r.operand))
     if isinstance(r, A.PBin):
         x, y = ev(r.left), ev(r.right)
         v = {"+": x + y, "-": x - y, "*": x * y}[r.op] if r.op in "+-*" else (x // y if r.op == "/" else x % y)
-        return _wrap64(v)
+        return wrap64(v)
     if isinstance(r, A.PCmp):
         return _cmp(r.op, ev(r.left), ev(r.right))
     if isinstance(r, A.PAnd):

@@ -65,6 +65,7 @@ def _run(args: argparse.Namespace) -> int:
 
     import compiler
     from compiler import verify as V
+    from compiler.bounded import max_length_of
     from compiler.model import DTYPES, resolve_device
 
     if args.samples < 1:
@@ -113,7 +114,7 @@ def _run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     rows, limits = [], []
     tmax = V.task_max_length(task, program)
-    bound = (model.config.get("raspl") or {}).get("max_length")  # a bounded RASP-L model (compiler.bounded)
+    bound = max_length_of(model)  # a bounded RASP-L model
     if bound:
         tmax = bound if tmax is None else min(tmax, bound)
     max_len = min((x for x in (args.max_length, bound) if x), default=None)  # find-limit's last length
