@@ -310,6 +310,25 @@ def test_cli_report_refuses_a_damaged_result_with_no_train(tmp_path, capsys):
     assert "'time_s'" in R._result_problem({k: v for k, v in good.items() if k != "time_s"}, "UR")
 
 
+def test_cli_report_no_train_refuses_results_with_different_bins(tmp_path, capsys):
+    """Results read with --no-train made with other --bins or --positional cannot share one table
+    (the plot indexed one task's bins with another's: IndexError)."""
+    good = {"task": "UR", "config": {"positional": "ape"}, "bins": [[1, 50], [51, 100]],
+            "bin_labels": ["1-50", "51-100"], "mean_acc": [1.0, 0.5], "seeds": [{"steps": 3}],
+            "n_successful": 1, "n_seeds": 1, "all_failed": False, "time_s": 1.0}
+    (tmp_path / "UR.json").write_text(json.dumps(good))
+    for other, word in ((dict(good, task="UL", bins=[[1, 50]], bin_labels=["1-50"], mean_acc=[1.0]), "test bins"),
+                        (dict(good, task="UL", config={"positional": "rope"}), "positional encoding")):
+        (tmp_path / "UL.json").write_text(json.dumps(other))
+        assert main(["report", "UR", "UL", "--no-train", "--out", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert word in err and "UR and UL" in err and "internal error" not in err, err
+    (tmp_path / "UL.json").write_text(json.dumps(dict(good, task="UL")))
+    assert main(["report", "UR", "UL", "--no-train", "--out", str(tmp_path), "--json"]) == 0
+    assert [r["task"] for r in json.loads(capsys.readouterr().out)] == ["UR", "UL"]
+    assert (tmp_path / "report.png").stat().st_size > 1000
+
+
 def test_published_numbers_follow_the_bins_measured():
     """--bins other than the papers': the published figure only for bins that are the papers' (a plot
     with two bins used to fail on the three published ones)."""

@@ -76,6 +76,7 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
             for name, fut in futs.items():
                 results[name] = fut.result()
     results = [results[n] for n in tasks]
+    _same_table(results)
     rows = report_rows(results, tasks)
     md = markdown(rows)
     out.mkdir(parents=True, exist_ok=True)
@@ -88,6 +89,27 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
         print_rows(rows)
         print(f"wrote {out / 'report.md'}, {out / 'report.png'}, {out / 'report.json'}")
     return 0
+
+
+def _same_table(results: list[dict]) -> None:
+    """One table has one set of test bins and one positional encoding (its columns and header);
+    results read with ``--no-train`` may have been made with different ``--bins`` or
+    ``--positional`` (trained ones share the settings)."""
+    if not results:
+        return
+    first = results[0]
+    for r in results[1:]:
+        for key, what, flag in ((lambda x: x["bin_labels"], "test bins", "--bins"),
+                                (lambda x: x["config"]["positional"], "positional encoding", "--positional")):
+            if key(r) != key(first):
+                raise RaspError(
+                    f"{first['task']} and {r['task']} were learned with different {what} "
+                    f"({_show(key(first))} and {_show(key(r))}): one report table needs the same {what}",
+                    hint=f"report them separately, or train again with one {flag} (without --no-train)")
+
+
+def _show(v) -> str:
+    return " / ".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
 def _read_result(path: Path, name: str, *, must: bool) -> dict | None:
