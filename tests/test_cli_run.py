@@ -311,6 +311,14 @@ def test_cli_run_many_stdin_lines_and_bad_bytes(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", raw)
     assert cli(["run", dyck]) == 2
     assert "not UTF-8" in capsys.readouterr().err
+    # under a C/POSIX locale Python decodes stdin with surrogateescape: the byte arrives as a lone
+    # surrogate; it is located (line:col) instead of reported as a token outside the alphabet
+    raw = io.TextIOWrapper(io.BytesIO("( )\n( \u00e9\xff (\n".encode("utf-8").replace(b"\xc3\xbf", b"\xff")),
+                           encoding="utf-8", errors="surrogateescape")
+    monkeypatch.setattr("sys.stdin", raw)
+    assert cli(["run", dyck]) == 2
+    err = capsys.readouterr().err
+    assert "<stdin>:2:4: error: standard input is not UTF-8 text (byte 0xff)" in err and "alphabet" not in err, err
 
 
 def test_cli_tasks_json_is_one_line_and_seed_checked(capsys):
