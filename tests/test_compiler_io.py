@@ -558,3 +558,32 @@ def test_weights_without_a_config_digest_are_refused(tmp_path):
     (path / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(rasp.RaspError, match="does not record the shapes and the configuration"):
         compiler.load(path)
+
+
+def test_verify_ctrl_c_reports_the_rows_measured(capsys, monkeypatch):
+    """Ctrl-C during a sweep (a long --find-limit) prints the rows measured so far, as JSON with
+    ``"interrupted": true`` under --json, and exits 130; before the first row it is plain "interrupted"."""
+    real = V.verify_length
+    calls = []
+
+    def stop_on_second(*a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(V, "verify_length", stop_on_second)
+    assert main(["verify", DYCK, "--lengths", "4,8,16", "--samples", "3", "--json"]) == 130
+    res = json.loads(capsys.readouterr().out)
+    assert res["interrupted"] is True and [r["length"] for r in res["rows"]] == [4] and res["exact"] is True
+    calls.clear()
+    assert main(["verify", DYCK, "--lengths", "4,8,16", "--samples", "3"]) == 130
+    out = capsys.readouterr().out
+    assert "interrupted" in out and "exact: yes" in out
+    calls[:] = [1]
+    assert main(["verify", DYCK, "--lengths", "4,8", "--samples", "3", "--json"]) == 130
+    captured = capsys.readouterr()
+    assert captured.out == "" and "interrupted" in captured.err
+    calls.clear()
+    assert main(["verify", DYCK, "--lengths", "4", "--samples", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["interrupted"] is False

@@ -119,39 +119,45 @@ def _run(args: argparse.Namespace) -> int:
         tmax = bound if tmax is None else min(tmax, bound)
     max_len = min((x for x in (args.max_length, bound) if x), default=None)  # find-limit's last length
     skipped = []
-    for dt in dtypes:
-        if dt not in model.exact_dtypes and not args.json:
-            print(f"note: {dt} cannot hold every weight of this model exactly (a constant of the program needs more "
-                  f"significant bits; exact in {', '.join(model.exact_dtypes) or 'no dtype'}): its rows measure that rounding")
-        for n in args.lengths:
-            if tmax is not None and n > tmax:
-                skipped.append(n)
-                continue
-            need = V.estimate_bytes(model, n, args.samples, dt, args.backend)
-            free = V.free_memory(device)
-            if need > free:  # an analytic bound (1.4 to 7 times the measured peak): refuse only what cannot fit
-                raise RaspError(f"--lengths {n}: {args.samples} inputs of {n:,} tokens would need about "
-                                f"{need / 2**30:.1f} GiB, and {free / 2**30:.1f} GiB is free",
-                                hint="use shorter --lengths or fewer --samples; --find-limit stops before "
-                                "memory runs out")
-            try:
-                rows.append(V.verify_length(model, task, n, args.samples, rng, device=device, dtype=dt,
-                                            backend=args.backend, max_new=args.max_new))
-            except (MemoryError, V.torch.cuda.OutOfMemoryError):
-                raise RaspError(f"--lengths {n}: out of memory for {args.samples} inputs of {n:,} tokens",
-                                hint="use shorter --lengths or fewer --samples; --find-limit stops before "
-                                "memory runs out") from None
-            if not args.json:
-                _print_row(rows[-1], header=len(rows) == 1, model=model, target=args.target, sampler=sampler)
-        if args.find_limit:
-            def show(r):  # each step as it finishes: a search runs for up to --budget seconds per dtype
+    interrupted = False
+    try:
+        for dt in dtypes:
+            if dt not in model.exact_dtypes and not args.json:
+                print(f"note: {dt} cannot hold every weight of this model exactly (a constant of the program needs more "
+                      f"significant bits; exact in {', '.join(model.exact_dtypes) or 'no dtype'}): its rows measure that rounding")
+            for n in args.lengths:
+                if tmax is not None and n > tmax:
+                    skipped.append(n)
+                    continue
+                need = V.estimate_bytes(model, n, args.samples, dt, args.backend)
+                free = V.free_memory(device)
+                if need > free:  # an analytic bound (1.4 to 7 times the measured peak): refuse only what cannot fit
+                    raise RaspError(f"--lengths {n}: {args.samples} inputs of {n:,} tokens would need about "
+                                    f"{need / 2**30:.1f} GiB, and {free / 2**30:.1f} GiB is free",
+                                    hint="use shorter --lengths or fewer --samples; --find-limit stops before "
+                                    "memory runs out")
+                try:
+                    rows.append(V.verify_length(model, task, n, args.samples, rng, device=device, dtype=dt,
+                                                backend=args.backend, max_new=args.max_new))
+                except (MemoryError, V.torch.cuda.OutOfMemoryError):
+                    raise RaspError(f"--lengths {n}: out of memory for {args.samples} inputs of {n:,} tokens",
+                                    hint="use shorter --lengths or fewer --samples; --find-limit stops before "
+                                    "memory runs out") from None
                 if not args.json:
-                    _print_row(r, header=len(rows) == 1, model=model, target=args.target, sampler=sampler)
+                    _print_row(rows[-1], header=len(rows) == 1, model=model, target=args.target, sampler=sampler)
+            if args.find_limit:
+                def show(r):  # each step as it finishes: a search runs for up to --budget seconds per dtype
+                    if not args.json:
+                        _print_row(r, header=len(rows) == 1, model=model, target=args.target, sampler=sampler)
 
-            limits.append(V.find_limit(model, task, dt, samples=args.samples, rng=rng, device=device,
-                                       backend=args.backend, start=args.start, budget_s=args.budget,
-                                       max_length=max_len, max_new=args.max_new, rows=rows, on_row=show,
-                                       done={r.length: r for r in rows if r.dtype == V.dtype_name(dt)}))
+                limits.append(V.find_limit(model, task, dt, samples=args.samples, rng=rng, device=device,
+                                           backend=args.backend, start=args.start, budget_s=args.budget,
+                                           max_length=max_len, max_new=args.max_new, rows=rows, on_row=show,
+                                           done={r.length: r for r in rows if r.dtype == V.dtype_name(dt)}))
+    except KeyboardInterrupt:  # Ctrl-C: report what was measured (the rows so far), exit 130
+        if not rows:
+            raise
+        interrupted = True
     if not rows:
         raise RaspError(f"nothing was verified: every length is longer than "
                         f"{'the bounded model' if bound and tmax == bound else 'the task'} allows ({tmax})",
@@ -162,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "target": args.target, "size": model.size, "output_kind": model.kind, "sampler": sampler,
             "device": str(device), "dtypes": dtypes, "rows": [r.to_json() for r in rows], "exact": exact,
-            "limits": limits, "skipped_lengths": sorted(set(skipped)),
+            "limits": limits, "skipped_lengths": sorted(set(skipped)), "interrupted": interrupted,
         }))
     else:
         if skipped:
@@ -178,6 +184,10 @@ def _run(args: argparse.Namespace) -> int:
             print(f"find-limit {lim['dtype']}: longest exact length {longest} "
                   f"(stopped: {why}; {lim['seconds']:.1f} s)")
         print("exact: yes" if exact else "exact: NO")
+        if interrupted:
+            print("interrupted: the rows above are the lengths measured before Ctrl-C")
+    if interrupted:
+        return 130
     return 0 if exact else 1
 
 
