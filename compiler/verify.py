@@ -413,19 +413,19 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
         if tmax is not None and n > tmax:
             stopped = f"the task's longest input ({tmax})"
             break
-        memory = memory_stop(dev, *predict_bytes(model, n, samples, dtype, backend, measured))
-        if memory is not None:
-            stopped = "memory budget"
-            memory["length"] = n
-            break
-        spent = time.perf_counter() - t_start
-        if longest is not None and spent + 2.5 * last > budget_s:
-            stopped = f"time budget ({budget_s:g} s)"
-            break
         row = (done or {}).get(n)
-        if row is not None:  # measured already: its times predict the next step's
+        if row is not None:  # measured already (no budget to pass): its times predict the next step's
             last = row.model_seconds + row.interp_seconds
         else:
+            memory = memory_stop(dev, *predict_bytes(model, n, samples, dtype, backend, measured))
+            if memory is not None:
+                stopped = "memory budget"
+                memory["length"] = n
+                break
+            spent = time.perf_counter() - t_start
+            if longest is not None and spent + 2.5 * last > budget_s:
+                stopped = f"time budget ({budget_s:g} s)"
+                break
             t0 = time.perf_counter()
             try:
                 row = verify_length(model, task, n, samples, rng, device=device, dtype=dtype, backend=backend,

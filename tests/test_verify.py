@@ -125,6 +125,15 @@ def test_find_limit_takes_rows_already_measured(monkeypatch):
     ran.clear()
     lim = V.find_limit(m, None, "float32", samples=1, rng=np.random.default_rng(0), start=16, budget_s=60, done=bad)
     assert ran == [16] and lim["stopped"] == "disagreement at 32" and lim["longest_exact"] == 16
+    # a row measured already is taken without the memory budget (it ran: the budget's guess is moot);
+    # the budget stopped the search at that very length before
+    monkeypatch.setattr(V, "predict_bytes", lambda model, n, *a: (n, 0))
+    monkeypatch.setattr(V, "memory_stop", lambda dev, need, host: {"need_bytes": need} if need >= 32 else None)
+    ran.clear()
+    lim = V.find_limit(m, None, "float32", samples=1, rng=np.random.default_rng(0), start=16, budget_s=60,
+                       done={32: V.verify_length(m, None, 32, 1, None)})
+    assert ran == [32, 16] and lim["longest_exact"] == 32 and lim["stopped"] == "memory budget"
+    assert lim["memory"]["length"] == 64
 
 
 def test_find_limit_runs_the_tasks_longest_length(monkeypatch):
