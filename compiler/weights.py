@@ -181,12 +181,17 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
 SIGNIFICAND_BITS = {"float64": 53, "float32": 24, "bfloat16": 8, "float16": 11}
 
 
-def head_value_bound(tensors: dict[str, tuple]) -> float:
+def head_value_bound(tensors: dict[str, tuple], skip_column: int | None = None) -> float:
     """The most any head's value can be in magnitude at one position: its inputs are 0/1, so the
-    larger of the sums of its ``W_V`` row's positive and of its negative entries (NumPy arrays)."""
+    larger of the sums of its ``W_V`` row's positive and of its negative entries (NumPy arrays).
+    ``skip_column``: leave that input out (the ``bos`` flag, 0 at every position but BOS: the bound
+    at the other positions, where a head's BOS constant ``c + 1/2`` is not added)."""
     bound = 0.0
     for name, (shape, idx, v) in tensors.items():
         if name.endswith("attn.W_V") and len(v):
+            if skip_column is not None:
+                keep = idx[1] != skip_column
+                idx, v = idx[:, keep], v[keep]
             pos = np.bincount(idx[0], weights=np.maximum(v, 0), minlength=shape[0])
             neg = np.bincount(idx[0], weights=np.minimum(v, 0), minlength=shape[0])
             bound = max(bound, float(pos.max()), float(-neg.min()))

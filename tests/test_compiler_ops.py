@@ -654,9 +654,10 @@ def test_head_values_beyond_float64_are_refused_where_written():
 
 
 def test_auto_takes_sdpa_only_where_its_float32_accumulator_is_exact(monkeypatch):
-    """On CUDA below float64, auto picks the fused kernels only while value_bound * positions <= 2^23
-    (their float32 accumulator holds the sums exactly); beyond, scan (float64 accumulation). The
-    decision is tested here with the device faked: the kernels themselves run in the CUDA tests."""
+    """On CUDA below float64, auto picks the fused kernels only while a prefix sum of head values
+    stays <= 2^23 (their float32 accumulator holds the sums exactly): value_bound at BOS plus
+    value_bound_after_bos per later position; beyond, scan (float64 accumulation). The decision is
+    tested here with the device faked: the kernels themselves run in the CUDA tests."""
     from compiler.model import SDPA_EXACT
 
     m = compiler.compile(rasp.parse('alphabet a b\nX = 4194303 * #"a" - 4194304 * #"b" + 2 >= 0\n'))
@@ -667,6 +668,12 @@ def test_auto_takes_sdpa_only_where_its_float32_accumulator_is_exact(monkeypatch
     assert t.pick_backend("auto", 4) == small.pick_backend("auto", 4) == "scan"  # on CPU always scan
     monkeypatch.setattr(CompiledTransformer, "device", property(lambda self: torch.device("cuda")))
     assert t.pick_backend("auto", 1) == "sdpa" and t.pick_backend("auto", 2) == "scan"
-    limit = int(SDPA_EXACT // small.value_bound)
+    assert t.value_bound_after_bos == 4194304  # the bos column's 2.5 left out
+    assert (small.value_bound, small.value_bound_after_bos) == (1.5, 1.0)
+    limit = int(SDPA_EXACT - 0.5)  # 1.5 + (limit - 1) * 1 <= 2^23
     assert small.pick_backend("auto", limit) == "sdpa" and small.pick_backend("auto", limit + 1) == "scan"
+    # a large constant is added at BOS only: it no longer sends every input past 5 tokens to scan
+    big = compiler.compile(rasp.parse('alphabet a b\nX = #"a" > 1000000\n')).model("cpu", "float32")
+    assert (big.value_bound, big.value_bound_after_bos) == (1000000.5, 1.0)
+    assert big.pick_backend("auto", 7388608) == "sdpa" and big.pick_backend("auto", 7388609) == "scan"
     assert t.pick_backend("sdpa", 10**6) == "sdpa"  # asked for by name: as asked
