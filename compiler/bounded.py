@@ -61,13 +61,13 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
         if max_length is None:
             raise RaspError(
                 f"this RASP-L program does not lower to C-RASP: {why.message}", why.span,
-                "compile a bounded model with --max-length N (exact on sequences of at most N tokens)",
+                why.hint or "compile a bounded model with --max-length N (exact on sequences of at most N tokens)",
             ).located(program.source, program.filename)
         lowered, why_b = lower_explained(program, max_length)
         if lowered is None:
             raise RaspError(
                 f"cannot compile even up to length {max_length}: {why_b.message}", why_b.span,
-                "try a smaller --max-length, or a smaller --alphabet",
+                why_b.hint or "try a smaller --max-length, or a smaller --alphabet",
             ).located(program.source, program.filename)
         mode = "bounded"
     lower_s = time.perf_counter() - t0

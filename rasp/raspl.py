@@ -1270,6 +1270,8 @@ class NotLowered:
     message: str
     span: Span | None
     text: str = ""
+    #: what to do instead, where a bound (``--max-length``) would not help
+    hint: str | None = None
 
 
 def lower_explained(program: Program, max_length: int | None = None) -> tuple[Program | None, NotLowered | None]:
@@ -1287,11 +1289,17 @@ def lower_explained(program: Program, max_length: int | None = None) -> tuple[Pr
     low = _Lowerer(program, max_length)
     _UNIVERSE = tuple(program.symbols)
     why = f" for inputs of up to {max_length} tokens" if max_length is not None else ""
-    too_deep = NotLowered(f"the lowered program nests too deeply to build{why}", None)
+
+    def too_deep() -> NotLowered:  # located where the program nests most
+        deepest = A.deepest_definition(program.module)
+        return NotLowered(f"the lowered program nests too deeply to build{why}",
+                          deepest.span if deepest is not None else None,
+                          hint="split the deepest nesting into several definitions")
+
     try:
         module = low.run()
     except RecursionError:
-        return None, too_deep
+        return None, too_deep()
     except _Fail as exc:
         node = exc.node
         text = ""
@@ -1312,7 +1320,7 @@ def lower_explained(program: Program, max_length: int | None = None) -> tuple[Pr
             return None, _too_large(program, module, exc)
         raise AssertionError(f"lowered program does not type-check: {exc}") from exc  # a lowering bug
     except RecursionError:  # token tests over a large alphabet are disjunctions as long as it
-        return None, too_deep
+        return None, too_deep()
     lowered = Program(module, checked, core, program.source, program.filename)
     if checked.raspl:
         raise AssertionError("lowering left a RASP-L primitive")
