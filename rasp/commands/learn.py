@@ -136,6 +136,9 @@ def config_for(args, preset: str, task_name: str):
                          bins=parse_bins(args.bins) if args.bins is not None else None, alphabet=alphabet)
     if cfg.dim % cfg.heads:
         raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}")
+    if cfg.positional == "rope" and (cfg.dim // cfg.heads) % 2:
+        raise RaspError(f"--positional rope rotates pairs of dimensions: the head dimension --dim / --heads "
+                        f"= {cfg.dim // cfg.heads} must be even", hint="choose --dim and --heads with an even quotient")
     return cfg
 
 
@@ -186,7 +189,7 @@ def train_and_save(task, cfg, preset: str, args, out: Path) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from ..learn.report import fmt, published_bins
+    from ..learn.report import PAPER_TRAIN_MAX, fmt, paper_setting, published_bins
     from ..learn.scores import top_heads
     c = result["config"]
     print(f"{result['task']} ({result['kind']}): {c['layers']} layers / {c['heads']} heads / {c['dim']} dims, "
@@ -211,6 +214,21 @@ def print_result(result: dict) -> None:
     print(f"  mean ({which}): {mean}")
     if pub:
         print("  published: " + "  ".join(f"{lab} {fmt(a)}" for lab, a in zip(result["bin_labels"], pub)))
+    elif not paper_setting(result) and published_bins({k: v for k, v in result.items() if k != "config"},
+                                                      c["positional"]):
+        print("  published: not shown (the papers trained over the task's own alphabet on lengths up to "
+              f"{PAPER_TRAIN_MAX}; this run used {_setting_text(c)})")
+
+
+def _setting_text(c: dict) -> str:
+    from ..learn.report import PAPER_TRAIN_MAX
+
+    parts = []
+    if c.get("alphabet") is not None:
+        parts.append(f"the alphabet {' '.join(c['alphabet'])}")
+    if c.get("train_max") not in (None, PAPER_TRAIN_MAX):
+        parts.append(f"training lengths up to {c['train_max']}")
+    return " and ".join(parts)
 
 
 # ---- the command ---------------------------------------------------------------------------

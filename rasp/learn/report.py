@@ -52,10 +52,27 @@ def checker_verdict(task) -> tuple[str, str]:
     return (str(frag) if frag is not None else "n/a"), (str(guar) if guar is not None else "n/a")
 
 
+#: both papers train on lengths up to 50 (theory.md sections 2 and 3)
+PAPER_TRAIN_MAX = 50
+
+
+def paper_setting(result: dict) -> bool:
+    """Whether a result was trained as the papers trained: the task's own alphabet and training
+    lengths up to :data:`PAPER_TRAIN_MAX` (results without a config say nothing against it)."""
+    cfg = result.get("config")
+    if not isinstance(cfg, dict):
+        return True
+    return cfg.get("alphabet") is None and cfg.get("train_max", PAPER_TRAIN_MAX) == PAPER_TRAIN_MAX
+
+
 def published_bins(task_or_result, positional: str = "ape"):
     """The papers' accuracies per test bin for this positional encoding, or None. For a result, one
     entry per bin it was measured on (``--bins``): the published figure where the bin is one of the
-    papers' (:data:`PAPER_BINS`), None elsewhere; None in all when no bin is."""
+    papers' (:data:`PAPER_BINS`), None elsewhere; None in all when no bin is, and None when the
+    result was not trained in the papers' setting (another ``--alphabet``, or training lengths up to
+    another ``--train-max`` than :data:`PAPER_TRAIN_MAX`): its numbers answer another question."""
+    if isinstance(task_or_result, dict) and not paper_setting(task_or_result):
+        return None
     pub = (task_or_result.get("published_accuracy") if isinstance(task_or_result, dict)
            else getattr(task_or_result, "published_accuracy", None)) or {}
     vals = next((list(pub[k]) for k in POS_KEYS.get(positional, (positional,)) if k in pub), None)

@@ -17,6 +17,8 @@ Pairs whose key would fall outside the source (x_{N+1} is ``<sep>``) are left ou
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import torch
 
@@ -27,6 +29,11 @@ def copy_direction(task, n: int = 6) -> str | None:
     """'forward' or 'backward' when the task's generated target is the copy of its source tokens."""
     rng = np.random.default_rng(7)
     lo = max(task.min_length(), 6)
+    hi = task.max_length()
+    if hi is not None:  # distinct-token copies over a small alphabet are short
+        lo = min(lo, hi)
+    if lo < 3 or (hi is not None and hi < task.min_length()):  # no two copied tokens to compare
+        return None
     dirs = set()
     for _ in range(n):
         s = task.sample(rng, lo)
@@ -120,6 +127,32 @@ def top_heads(scores: dict, key: str, k: int = 3) -> list[tuple[str, float]]:
     return [(f"L{l}H{h}", v) for v, l, h in flat[:k]]
 
 
+#: the roles :func:`compiled_heads` sorts heads into, in print order
+ROLES = ("predecessor", "bigram", "start", "other")
+_AT_PREV = re.compile(r'(!\()?((?:"[^"]*"|[A-Za-z_][\w]*(?:\[[^\]]*\])?)) at i-1')
+
+
+def head_role(kind, offset, label: str) -> str:
+    """A compiled head's role from its kind and label (labels name what a head reads: ``"a" at i-1``
+    is the local head's bool "the token at i-1 is a"):
+
+    * ``predecessor``: a local head at offset 1 reading a token or a bool of position i-1;
+    * ``bigram``: a uniform head counting positions where some (not negated) ``X at i-1`` holds
+      together with a test at that position (``#("a" at i-1 && "b")``);
+    * ``start``: the heads of the "i is the first position" test (``true at i-1``, the only thing a
+      local head reads when it asks whether i has a predecessor; ``#(!(true at i-1) && "b")``:
+      the input starts with b);
+    * ``other``: everything else (counting heads over tokens, comparisons)."""
+    reads = [(bool(neg), what) for neg, what in _AT_PREV.findall(label)]
+    if kind == "local" and offset == 1:
+        return "start" if reads and all(what == "true" for _, what in reads) else "predecessor"
+    if kind == "uniform" and any(not neg and what != "true" for neg, what in reads):
+        return "bigram"
+    if kind == "uniform" and any(what == "true" for _, what in reads):
+        return "start"
+    return "other"
+
+
 def compiled_heads(task, n_symbols: int = 4) -> dict:
     """Which heads of the *compiled* model of the task's program implement the predecessor step
     (local heads reading position i-1) and the bigram step (uniform counting heads whose counted
@@ -144,15 +177,10 @@ def compiled_heads(task, n_symbols: int = 4) -> dict:
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
     out = []
     for li, spec in enumerate(layers):
-        roles: dict[str, list] = {"predecessor": [], "bigram": [], "other": []}
+        roles: dict[str, list] = {role: [] for role in ROLES}
         for hi, h in enumerate(spec.get("heads", [])):
             label = str(h.get("label", ""))
-            if h.get("kind") == "local" and h.get("offset") == 1:
-                roles["predecessor"].append([hi, label])
-            elif h.get("kind") == "uniform" and "at i-1" in label:
-                roles["bigram"].append([hi, label])
-            else:
-                roles["other"].append([hi, label])
+            roles[head_role(h.get("kind"), h.get("offset"), label)].append([hi, label])
         out.append({"layer": li, **roles})
     return {"program": str(path.name), "alphabet": alph, "summary": model.summary(), "layers": out}
 
@@ -163,7 +191,7 @@ def compiled_heads_text(info: dict) -> list[str]:
     lines = [f"compiled model of {info['program']} over {' '.join(info['alphabet'])}: {info['summary']}"]
     for layer in info["layers"]:
         parts = []
-        for role in ("predecessor", "bigram", "other"):
+        for role in ROLES:
             hs = layer[role]
             if hs:
                 ex = hs[0][1]
