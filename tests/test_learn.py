@@ -355,6 +355,21 @@ def test_published_numbers_only_beside_the_papers_setting():
     assert published_bins(dict(r, config={"alphabet": None, "train_max": 30}), "ape") is None
 
 
+def test_report_takes_published_facts_from_the_registry():
+    """A result saved before the registry's published numbers were corrected shows the registry's."""
+    from rasp.learn.report import report_rows
+    from rasp.tasks import TASKS
+
+    ur = TASKS["UR"]
+    r = {"task": "UR", "config": {"positional": "ape", "alphabet": None, "train_max": 50},
+         "bins": [[1, 50], [51, 100], [101, 150]], "bin_labels": ["<=50", "51-100", "101-150"],
+         "mean_acc": [1.0, 1.0, 1.0], "seeds": [{"steps": 3}], "n_successful": 1, "n_seeds": 1,
+         "all_failed": False, "time_s": 1.0, "published_accuracy": {"APE": [0.1, 0.1, 0.1]},
+         "published_in_class": False}
+    (row,) = report_rows([r], {"UR": ur})
+    assert row["published_acc"] == list(ur.published_accuracy["APE"]) and row["in_class"] is True
+
+
 def test_cli_learn_with_two_bins_writes_its_plot(tmp_path, fake_registry, capsys):
     rc = main(["learn", "FakeF", "--preset", "smoke", "--steps", "2", "--test-samples", "2", "--bins", "20,40",
                "--out", str(tmp_path), "--no-progress", "--device", "cpu"])

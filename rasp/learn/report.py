@@ -95,6 +95,9 @@ def report_rows(results: list[dict], tasks: dict | None = None) -> list[dict]:
     rows = []
     for r in results:
         task = (tasks or {}).get(r["task"])
+        if task is not None:  # the registry's published facts, not the copy saved with an older result
+            r = dict(r, published_accuracy=getattr(task, "published_accuracy", None),
+                     published_in_class=getattr(task, "published_in_class", None))
         frag, guar = checker_verdict(task) if task is not None else ("n/a", "n/a")
         prog = program_path(task) if task is not None else None
         pos = r["config"]["positional"]
