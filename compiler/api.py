@@ -33,7 +33,7 @@ from rasp.rewrite import only_local_counts, rewrite_core
 from .alloc import allocate
 from .graph import build_graph
 from .plan import plan_layers
-from .weights import build_weights, exact_dtypes
+from .weights import build_weights, exact_dtypes, exact_sum_positions
 
 COMPILER_VERSION = "0.1.0"
 FORMAT = "rasp-compiled-transformer"
@@ -120,6 +120,7 @@ def model_config(program: Program, graph, plan, alloc, arch: dict, tensors: dict
                      for k, (lab, enc) in enumerate(zip(alloc.labels, alloc.encodings))],
         "definitions": definitions,
         "exact_dtypes": exact_dtypes(tensors),
+        "exact_sum_positions": exact_sum_positions(tensors),
         "size": {
             "layers": len(plan.layers),
             "heads": plan.n_heads,
@@ -190,6 +191,14 @@ class CompiledModel:
     @property
     def size(self) -> dict:
         return dict(self.config["size"])
+
+    @property
+    def exact_sum_positions(self) -> dict:
+        """Per backend (``scan``: float64 sums, ``sdpa``: the fused kernels' float32 sums), the longest
+        sequence, in positions with BOS, over which every uniform head's running sum is exact
+        (:func:`compiler.weights.exact_sum_positions`; None: any length). Beyond it a comparison at a
+        tie can round even in float64; ``--backend auto`` leaves sdpa for scan before its bound."""
+        return dict(self.config["exact_sum_positions"])
 
     @property
     def exact_dtypes(self) -> list[str]:
@@ -414,7 +423,9 @@ def load(directory: str | Path) -> CompiledModel:
         weights[k] = (shape, idx, vals)
     tensors = weights
     # recomputed, not read: config.json is not covered by the weights' hash, and older files lack it
-    config["exact_dtypes"] = exact_dtypes({k: (shape, idx.numpy(), vals.numpy()) for k, (shape, idx, vals) in tensors.items()})
+    arrays = {k: (shape, idx.numpy(), vals.numpy()) for k, (shape, idx, vals) in tensors.items()}
+    config["exact_dtypes"] = exact_dtypes(arrays)
+    config["exact_sum_positions"] = exact_sum_positions(arrays)
     module = CompiledTransformer(arch, tensors)
     model = CompiledModel(config, module)
     try:

@@ -291,17 +291,14 @@ class CompiledTransformer(nn.Module):
         self.readout = _Mats({"W_U": tensors["readout.W_U"]})
         # the most a head's value can be in magnitude at one position: sdpa accumulates it in float32
         # (see pick_backend)
-        from .weights import head_value_bound
+        from .weights import exact_sum_positions, head_value_bound
 
         w_v = {k: (shape, idx.cpu().numpy(), vals.to(torch.float64).cpu().numpy())
-               for k, (shape, idx, vals) in tensors.items() if k.endswith("attn.W_V")}
-        _, tok_idx, _ = tensors["embed.token"]
-        bos_column = tok_idx[1][tok_idx[0] == self.arch["bos_id"]].tolist()  # the BOS row is e_bos
+               for k, (shape, idx, vals) in tensors.items() if k.endswith("attn.W_V") or k == "embed.token"}
         self.value_bound = head_value_bound(w_v)
-        #: the same bound at the positions after BOS (where the bos flag, and so each head's BOS
-        #: constant, is 0): a prefix of t positions sums to at most value_bound + (t - 1) * this
-        self.value_bound_after_bos = (head_value_bound(w_v, skip_column=bos_column[0]) if len(bos_column) == 1
-                                      else self.value_bound)
+        #: per backend, the most positions over which every head's running sum is exact
+        #: (:func:`compiler.weights.exact_sum_positions`; None: any)
+        self.sum_positions = exact_sum_positions(w_v)
 
     def weights(self) -> dict[str, tuple]:
         """Every weight as (shape, indices, values), named as in the files."""
@@ -338,17 +335,18 @@ class CompiledTransformer(nn.Module):
 
         The fused kernels sum a uniform head's values (half-integers) in a float32 accumulator with
         weight exp(0) = 1 and divide by the exact count once, so they equal ``scan`` while every
-        partial sum is a float32 half-integer. A head's value is its BOS constant ``c + 1/2`` at BOS
-        only, so a sum over t positions is at most ``value_bound + (t - 1) * value_bound_after_bos``;
-        while that is <= 2^23 the kernels are exact. Beyond (more than about 2^23 / max|coefficient|
-        positions, or a constant near 2^23) ``auto`` uses ``scan``, whose accumulator is float64."""
+        partial sum is a float32 half-integer: for up to ``sum_positions["sdpa"]`` positions (a head's
+        BOS constant once, plus at most the sum of its coefficients' magnitudes on one side per later
+        position, stays <= 2^23). Beyond (more than about 2^23 / max|coefficient| positions, or a
+        constant near 2^23) ``auto`` uses ``scan``, whose accumulator is float64."""
         if backend not in BACKENDS:
             from rasp.errors import RaspError
             raise RaspError(f"unknown backend {backend!r}", hint="choose " + ", ".join(BACKENDS))
         if backend != "auto":
             return backend
         if self.device.type == "cuda" and self.dtype != torch.float64:
-            if positions is None or self.value_bound + (positions - 1) * self.value_bound_after_bos <= SDPA_EXACT:
+            limit = self.sum_positions["sdpa"]
+            if positions is None or limit is None or positions <= limit:
                 return "sdpa"
         return "scan"
 

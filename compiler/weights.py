@@ -198,6 +198,46 @@ def head_value_bound(tensors: dict[str, tuple], skip_column: int | None = None) 
     return bound
 
 
+#: the accumulators of a uniform head's sum: scan adds in float64, the fused CUDA kernels in
+#: float32; each holds every half-integer up to this magnitude exactly
+ACCUMULATOR_EXACT = {"scan": 2.0 ** 52, "sdpa": 2.0 ** 23}
+
+
+def bos_column(tensors: dict[str, tuple]) -> int | None:
+    """The residual dimension of the ``bos`` flag: the one entry of the token embedding's BOS row
+    (its last row)."""
+    shape, idx, _ = tensors["embed.token"]
+    cols = np.asarray(idx[1])[np.asarray(idx[0]) == shape[0] - 1]
+    return int(cols[0]) if len(cols) == 1 else None
+
+
+def exact_sum_positions(tensors: dict[str, tuple]) -> dict[str, int | None]:
+    """Per backend, the longest sequence (positions, BOS included) over which every uniform head's
+    running sum stays exact in that backend's accumulator (:data:`ACCUMULATOR_EXACT`); None: any
+    length (no uniform head reads anything but its BOS constant).
+
+    Every bool is 0 at BOS (the tested invariant of docs/compiler.md), so at BOS a head's value is
+    its ``bos`` weight, at most ``b`` in magnitude, and at a later position at most ``a`` (its
+    ``W_V`` row without the ``bos`` column, :func:`head_value_bound`): a sum over t positions stays
+    within ``b + (t - 1) a``, exact while that is at most the accumulator's bound. Beyond, a sum can
+    round (a comparison with coefficients near 2^31 and a constant near 2^52 rounds in float64 within
+    a few tokens: a tie reached after the prefix sum went past 2^52 comes out wrong)."""
+    col = bos_column(tensors)
+    if col is None:  # not a compiled model's embedding: the whole row at every position
+        a = b = head_value_bound(tensors)
+    else:
+        a = head_value_bound(tensors, skip_column=col)
+        b = max((float(np.abs(v[np.asarray(idx[1]) == col]).max(initial=0.0))
+                 for name, (_, idx, v) in tensors.items() if name.endswith("attn.W_V")), default=0.0)
+    out: dict[str, int | None] = {}
+    for backend, cap in ACCUMULATOR_EXACT.items():
+        if a == 0:
+            out[backend] = None if b <= cap else 0
+        else:
+            out[backend] = max(0, int((cap - b) // a) + 1) if b <= cap else 0
+    return out
+
+
 def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
     """The dtypes (of :data:`SIGNIFICAND_BITS`) in which the construction's exactness argument holds:
     every weight is exactly representable, and so is every value a uniform head can carry at one

@@ -4,6 +4,7 @@ bfloat16, and located errors for programs outside the class."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 import re
@@ -653,6 +654,34 @@ def test_head_values_beyond_float64_are_refused_where_written():
     assert (info.value.line, info.value.column) == (2, 5)
 
 
+def test_exact_sum_positions_bounds_the_float64_running_sums(tmp_path, capsys):
+    """A head's running sum is exact in float64 while |BOS constant| + (t - 1) * (its largest value
+    after BOS) <= 2^52 (``exact_sum_positions``). Coefficients near 2^31 with a constant near 2^52 pass
+    it within two tokens: a prefix that first falls past -2^52 loses the 1/2, and a tie reached after
+    2^21 tokens comes out wrong even in float64 (found by a helper's audit at 2,097,156 tokens); the
+    same tie reached without the detour is exact. ``rasp compile`` says so."""
+    src = ('alphabet a b c\n'
+           'OUT = 2147483647 * #"a" + #"c" >= 2147483647 * #"b" + 2097151 * 2147483647 + 1\n')
+    p = rasp.parse(src)
+    m = compiler.compile(p)
+    assert m.exact_dtypes == ["float64"] and m.exact_sum_positions == {"scan": 2, "sdpa": 0}
+    n = 2097151
+    straight = ["a"] * n + ["c"]  # the prefix sums only shrink toward the tie
+    assert rasp.run(p, straight) is True and m.run(straight, dtype="float64") is True
+    detour = ["b", "b"] + ["a"] * (n + 2) + ["c"]
+    assert rasp.run(p, detour) is True and m.run(detour, dtype="float64") is False
+    small = compiler.compile(rasp.parse('alphabet a b\nX = #"a" > #"b"\n'))
+    assert small.exact_sum_positions == {"scan": 2**52, "sdpa": 2**23}  # 1/2 at BOS, then 1 per position
+    from rasp.cli import main
+
+    (tmp_path / "big.rasp").write_text(src)
+    assert main(["compile", str(tmp_path / "big.rasp")]) == 0
+    assert "exact in float64 (the scan backend) for sequences of up to 1 tokens" in capsys.readouterr().out
+    assert main(["compile", str(tmp_path / "big.rasp"), "-o", str(tmp_path / "m"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["exact_sum_positions"] == {"scan": 2, "sdpa": 0}
+    assert compiler.load(tmp_path / "m").exact_sum_positions == {"scan": 2, "sdpa": 0}
+
+
 def test_auto_takes_sdpa_only_where_its_float32_accumulator_is_exact(monkeypatch):
     """On CUDA below float64, auto picks the fused kernels only while a prefix sum of head values
     stays <= 2^23 (their float32 accumulator holds the sums exactly): value_bound at BOS plus
@@ -667,13 +696,14 @@ def test_auto_takes_sdpa_only_where_its_float32_accumulator_is_exact(monkeypatch
     assert small.value_bound <= 2
     assert t.pick_backend("auto", 4) == small.pick_backend("auto", 4) == "scan"  # on CPU always scan
     monkeypatch.setattr(CompiledTransformer, "device", property(lambda self: torch.device("cuda")))
-    assert t.pick_backend("auto", 1) == "sdpa" and t.pick_backend("auto", 2) == "scan"
-    assert t.value_bound_after_bos == 4194304  # the bos column's 2.5 left out
-    assert (small.value_bound, small.value_bound_after_bos) == (1.5, 1.0)
-    limit = int(SDPA_EXACT - 0.5)  # 1.5 + (limit - 1) * 1 <= 2^23
+    assert t.pick_backend("auto", 2) == "sdpa" and t.pick_backend("auto", 3) == "scan"
+    assert t.sum_positions["sdpa"] == 2  # 2.5 at BOS + 4194304 per later position passes 2^23 at 3
+    assert small.value_bound == 1.5
+    limit = int(SDPA_EXACT)  # Dyck's heads: 1/2 at BOS + (limit - 1) * 1 <= 2^23
+    assert small.sum_positions["sdpa"] == limit
     assert small.pick_backend("auto", limit) == "sdpa" and small.pick_backend("auto", limit + 1) == "scan"
     # a large constant is added at BOS only: it no longer sends every input past 5 tokens to scan
     big = compiler.compile(rasp.parse('alphabet a b\nX = #"a" > 1000000\n')).model("cpu", "float32")
-    assert (big.value_bound, big.value_bound_after_bos) == (1000000.5, 1.0)
+    assert big.value_bound == 1000000.5 and big.sum_positions["sdpa"] == 7388608
     assert big.pick_backend("auto", 7388608) == "sdpa" and big.pick_backend("auto", 7388609) == "scan"
     assert t.pick_backend("sdpa", 10**6) == "sdpa"  # asked for by name: as asked

@@ -49,13 +49,16 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"program": args.program, **size, "compile_seconds": round(model.compile_seconds, 6),
                           "compile_passes_s": {k: round(v, 6) for k, v in model.compile_passes.items()},
                           "output_kind": model.kind, "files": files, "max_length": bound,
-                          "exact_dtypes": model.exact_dtypes}))
+                          "exact_dtypes": model.exact_dtypes, "exact_sum_positions": model.exact_sum_positions}))
     else:
         print(f"{args.program}: {model.summary()} (compiled in {model.compile_seconds:.3f} s)")
         inexact = [d for d in ("float32", "bfloat16", "float16") if d not in model.exact_dtypes]
         if inexact:
             print(f"note: {', '.join(inexact)} cannot hold every weight exactly (a constant of the program needs "
                   f"more significant bits): the model is exact in {', '.join(model.exact_dtypes) or 'no dtype'} only")
+        scan_limit = model.exact_sum_positions.get("scan")
+        if scan_limit is not None and scan_limit < SUM_NOTE_POSITIONS:
+            print(f"note: {sum_limit_text(scan_limit)}")
         if bound is not None:
             print(f"bounded model: exact on sequences of at most {bound} tokens, no claim beyond (see rasp check)")
         elif args.max_length is not None:
@@ -64,3 +67,14 @@ def run(args: argparse.Namespace) -> int:
         if files:
             print(f"wrote {files[0]} and {files[1]}")
     return 0
+
+
+#: below this many positions the float64 sums' limit is worth a note (2^31: the positions the
+#: language's position arithmetic is checked for)
+SUM_NOTE_POSITIONS = 2 ** 31
+
+
+def sum_limit_text(positions: int) -> str:
+    return (f"the program's coefficients and constants are large: a head's running sum stays exact in float64 "
+            f"(the scan backend) for sequences of up to {max(positions - 1, 0):,} tokens; beyond, a comparison "
+            "at a tie can round (inputs whose partial sums first grow and then return to the tie)")

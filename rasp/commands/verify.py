@@ -169,8 +169,14 @@ def _run(args: argparse.Namespace) -> int:
             "target": args.target, "size": model.size, "output_kind": model.kind, "sampler": sampler,
             "device": str(device), "dtypes": dtypes, "rows": [r.to_json() for r in rows], "exact": exact,
             "limits": limits, "skipped_lengths": sorted(set(skipped)), "interrupted": interrupted,
+            "exact_sum_positions": model.exact_sum_positions,
         }))
     else:
+        scan_limit = model.exact_sum_positions.get("scan")
+        beyond = sorted({r.length for r in rows if scan_limit is not None and r.length + 1 > scan_limit})
+        if beyond:
+            from .compile import sum_limit_text
+            print(f"note: {sum_limit_text(scan_limit)}: lengths {', '.join(map(str, beyond))} are beyond it")
         if skipped:
             why = "the model's bound (compiled with --max-length)" if bound and tmax == bound else "the task's longest input"
             print(f"skipped lengths {', '.join(map(str, sorted(set(skipped))))}: longer than {why} ({tmax})")
