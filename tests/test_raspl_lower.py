@@ -88,6 +88,13 @@ V = map(x -> {0: -1, 1: 2}[x], tokens)
 M = aggregate(select(indices, indices, true), V, mean)
 ok = M == 0
 """, "C-RASP"),
+    "mean-trunc-inline": ("""\
+// the same mean compared where it is written: the lowering uses each value's case condition
+// directly (as its own definition, a chain in value order hid an overlap of the -1 and 0 cases)
+alphabet a b
+V = map(x -> {0: -1, 1: 2}[x], tokens)
+ok = aggregate(select(indices, indices, true), V, mean) == 0
+""", "C-RASP"),
     "generator": ("""\
 // copy the token two back until the length is 8 (a family: PREV2[x] lowers to a local count)
 alphabet a b c

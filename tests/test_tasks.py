@@ -430,6 +430,7 @@ output predict LT
     assert values["LT[a]"].tolist() == [[False, False]]
     assert values["LT[b]"].tolist() == [[False, True]]
     assert values["ORD[b,a]"].tolist() == [[False, False]] and values["ORD[a,c]"].tolist() == [[True, True]]
+    assert values["ORD[a,a]"].tolist() == [[True, True]]  # <= holds between equal symbols
     for bad in ["alphabet a b\nP[x] = x\noutput predict P", 'alphabet a b\nP[x] = x == "z"\noutput predict P']:
         with pytest.raises(rasp.RaspError):
             rasp.parse(bad)

@@ -58,6 +58,9 @@ def test_a_generation_that_stops_early_is_a_disagreement(gen_model, monkeypatch)
     _tampered(monkeypatch, lambda g: g[:-1])
     same, _, values, _, _ = V.check_inputs(gen_model, [["b", "<s>"]], [None], dtype="float64")
     assert values == [[]] and same == [False]  # the interpreter would have generated "b"
+    # also when the model stops one token short of a cap (--max-new 1): the cap does not excuse it
+    same, _, _, _, _ = V.check_inputs(gen_model, [["b", "<s>"]], [None], dtype="float64", max_new=1)
+    assert same == [False]
 
 
 def test_a_wrong_reference_is_reported():
