@@ -676,7 +676,7 @@ def test_exact_sum_positions_bounds_the_float64_running_sums(tmp_path, capsys):
 
     (tmp_path / "big.rasp").write_text(src)
     assert main(["compile", str(tmp_path / "big.rasp")]) == 0
-    assert "exact in float64 (the scan backend) for sequences of up to 1 tokens" in capsys.readouterr().out
+    assert "exact in float64 (the scan backend) for sequences of up to 1 token;" in capsys.readouterr().out
     assert main(["compile", str(tmp_path / "big.rasp"), "-o", str(tmp_path / "m"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["exact_sum_positions"] == {"scan": 2, "sdpa": 0}
     assert compiler.load(tmp_path / "m").exact_sum_positions == {"scan": 2, "sdpa": 0}

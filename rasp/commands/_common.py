@@ -94,3 +94,17 @@ def encode_located(program: Program, toks, name, line_no, cols, line_text):
 def require(cond: bool, message: str, hint: str | None = None) -> None:
     if not cond:
         raise RaspError(message, hint=hint)
+
+
+#: below this many positions the float64 sums' limit is worth a note (2^31: the positions the
+#: language's position arithmetic is checked for)
+SUM_NOTE_POSITIONS = 2 ** 31
+
+
+def sum_limit_text(positions: int) -> str:
+    """The note for a model whose float64 running sums are exact only up to ``positions`` (BOS
+    included: one token fewer)."""
+    tokens = max(positions - 1, 0)
+    return (f"the program's coefficients and constants are large: a head's running sum stays exact in float64 "
+            f"(the scan backend) for sequences of up to {tokens:,} token{'' if tokens == 1 else 's'}; beyond, a "
+            "comparison at a tie can round (inputs whose partial sums first grow and then return to the tie)")

@@ -5,7 +5,7 @@ import argparse
 import json
 
 from ..errors import RaspError
-from ._common import add_alphabet_option, add_json_option, load_program
+from ._common import SUM_NOTE_POSITIONS, add_alphabet_option, add_json_option, load_program, sum_limit_text
 
 
 def register(sub) -> None:
@@ -68,13 +68,3 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {files[0]} and {files[1]}")
     return 0
 
-
-#: below this many positions the float64 sums' limit is worth a note (2^31: the positions the
-#: language's position arithmetic is checked for)
-SUM_NOTE_POSITIONS = 2 ** 31
-
-
-def sum_limit_text(positions: int) -> str:
-    return (f"the program's coefficients and constants are large: a head's running sum stays exact in float64 "
-            f"(the scan backend) for sequences of up to {max(positions - 1, 0):,} tokens; beyond, a comparison "
-            "at a tie can round (inputs whose partial sums first grow and then return to the tie)")

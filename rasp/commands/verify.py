@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import RaspError
-from ._common import add_alphabet_option, add_json_option, load_program
+from ._common import add_alphabet_option, add_json_option, load_program, sum_limit_text
 
 
 def _ints(text: str) -> list[int]:
@@ -175,8 +175,8 @@ def _run(args: argparse.Namespace) -> int:
         scan_limit = model.exact_sum_positions.get("scan")
         beyond = sorted({r.length for r in rows if scan_limit is not None and r.length + 1 > scan_limit})
         if beyond:
-            from .compile import sum_limit_text
-            print(f"note: {sum_limit_text(scan_limit)}: lengths {', '.join(map(str, beyond))} are beyond it")
+            print(f"note: {sum_limit_text(scan_limit)}: length{'s' if len(beyond) > 1 else ''} "
+                  f"{', '.join(map(str, beyond))} {'are' if len(beyond) > 1 else 'is'} beyond it")
         if skipped:
             why = "the model's bound (compiled with --max-length)" if bound and tmax == bound else "the task's longest input"
             print(f"skipped lengths {', '.join(map(str, sorted(set(skipped))))}: longer than {why} ({tmax})")
