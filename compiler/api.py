@@ -120,7 +120,7 @@ def model_config(program: Program, graph, plan, alloc, arch: dict, tensors: dict
                      for k, (lab, enc) in enumerate(zip(alloc.labels, alloc.encodings))],
         "definitions": definitions,
         "exact_dtypes": exact_dtypes(tensors),
-        "exact_sum_positions": exact_sum_positions(tensors),
+        "exact_sum_positions": exact_sum_positions(tensors, arch),
         "size": {
             "layers": len(plan.layers),
             "heads": plan.n_heads,
@@ -425,7 +425,7 @@ def load(directory: str | Path) -> CompiledModel:
     # recomputed, not read: config.json is not covered by the weights' hash, and older files lack it
     arrays = {k: (shape, idx.numpy(), vals.numpy()) for k, (shape, idx, vals) in tensors.items()}
     config["exact_dtypes"] = exact_dtypes(arrays)
-    config["exact_sum_positions"] = exact_sum_positions(arrays)
+    config["exact_sum_positions"] = exact_sum_positions(arrays, arch)
     module = CompiledTransformer(arch, tensors)
     model = CompiledModel(config, module)
     try:

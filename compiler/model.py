@@ -298,7 +298,7 @@ class CompiledTransformer(nn.Module):
         self.value_bound = head_value_bound(w_v)
         #: per backend, the most positions over which every head's running sum is exact
         #: (:func:`compiler.weights.exact_sum_positions`; None: any)
-        self.sum_positions = exact_sum_positions(w_v)
+        self.sum_positions = exact_sum_positions(w_v, self.arch)
 
     def weights(self) -> dict[str, tuple]:
         """Every weight as (shape, indices, values), named as in the files."""

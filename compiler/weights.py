@@ -211,7 +211,23 @@ def bos_column(tensors: dict[str, tuple]) -> int | None:
     return int(cols[0]) if len(cols) == 1 else None
 
 
-def exact_sum_positions(tensors: dict[str, tuple]) -> dict[str, int | None]:
+def uniform_value_rows(tensors: dict[str, tuple], arch: dict) -> dict[str, tuple]:
+    """The ``W_V`` tensors restricted to the rows of uniform heads (local heads copy one position's
+    value and never sum), plus the token embedding (for :func:`bos_column`)."""
+    out = {"embed.token": tensors["embed.token"]}
+    for l, layer in enumerate(arch["layers"]):
+        name = f"layers.{l}.attn.W_V"
+        if name not in tensors:
+            continue
+        shape, idx, v = tensors[name]
+        uniform = np.array([h["kind"] == "uniform" for h in layer["heads"]] or [False], dtype=bool)
+        idx, v = np.asarray(idx), np.asarray(v)
+        keep = uniform[idx[0]] if len(v) else np.zeros(0, dtype=bool)
+        out[name] = (shape, idx[:, keep], v[keep])
+    return out
+
+
+def exact_sum_positions(tensors: dict[str, tuple], arch: dict) -> dict[str, int | None]:
     """Per backend, the longest sequence (positions, BOS included) over which every uniform head's
     running sum stays exact in that backend's accumulator (:data:`ACCUMULATOR_EXACT`); None: any
     length (no uniform head reads anything but its BOS constant).
@@ -222,6 +238,7 @@ def exact_sum_positions(tensors: dict[str, tuple]) -> dict[str, int | None]:
     within ``b + (t - 1) a``, exact while that is at most the accumulator's bound. Beyond, a sum can
     round (a comparison with coefficients near 2^31 and a constant near 2^52 rounds in float64 within
     a few tokens: a tie reached after the prefix sum went past 2^52 comes out wrong)."""
+    tensors = uniform_value_rows(tensors, arch)
     col = bos_column(tensors)
     if col is None:  # not a compiled model's embedding: the whole row at every position
         a = b = head_value_bound(tensors)

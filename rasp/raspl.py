@@ -1291,10 +1291,14 @@ def lower_explained(program: Program, max_length: int | None = None) -> tuple[Pr
     why = f" for inputs of up to {max_length} tokens" if max_length is not None else ""
 
     def too_deep() -> NotLowered:  # located where the program nests most
+        # the lowered program nests with the source, with the alphabet (token tests are disjunctions
+        # over it) and, for a bounded model, with the positions it enumerates
         deepest = A.deepest_definition(program.module)
+        hint = "split the deepest nesting into several definitions, or use a smaller --alphabet"
+        if max_length is not None:
+            hint = "try a smaller --max-length; or " + hint
         return NotLowered(f"the lowered program nests too deeply to build{why}",
-                          deepest.span if deepest is not None else None,
-                          hint="split the deepest nesting into several definitions")
+                          deepest.span if deepest is not None else None, hint=hint)
 
     try:
         module = low.run()

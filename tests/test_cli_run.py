@@ -319,6 +319,14 @@ def test_cli_run_many_stdin_lines_and_bad_bytes(monkeypatch, capsys):
     assert cli(["run", dyck]) == 2
     err = capsys.readouterr().err
     assert "<stdin>:2:4: error: standard input is not UTF-8 text (byte 0xff)" in err and "alphabet" not in err, err
+    # an ASCII stdin (LC_ALL=C without UTF-8 mode) escapes every byte >= 0x80: valid UTF-8 is decoded
+    # again, not refused (here the token is simply outside the alphabet)
+    raw = io.TextIOWrapper(io.BytesIO("( )\n( \u00e9 (\n".encode("utf-8")), encoding="ascii",
+                           errors="surrogateescape")
+    monkeypatch.setattr("sys.stdin", raw)
+    assert cli(["run", dyck]) == 2
+    err = capsys.readouterr().err
+    assert "token '\u00e9' at position 1 is not in the alphabet" in err and "UTF-8" not in err, err
 
 
 def test_cli_tasks_json_is_one_line_and_seed_checked(capsys):

@@ -240,12 +240,13 @@ def test_too_deep_programs_are_user_errors(monkeypatch):
         m.setattr(raspl._Lowerer, "run", deep)
         with pytest.raises(rasp.RaspError, match="nests too deeply") as info:
             compile_raspl(mode, max_length=8)
-        # located at the deepest definition, and the hint is not "a smaller --max-length"
+        # located at the deepest definition; a smaller --max-length is named only for a bounded model
         deepest = rasp.ast.deepest_definition(mode.module)
-        assert info.value.span == deepest.span and "split" in info.value.hint
+        assert info.value.span == deepest.span and "smaller --max-length" in info.value.hint
         with pytest.raises(rasp.RaspError, match="nests too deeply") as info:
             compile_raspl(mode)
         assert info.value.span == deepest.span and "--max-length" not in info.value.hint
+        assert "split" in info.value.hint and "--alphabet" in info.value.hint
     with monkeypatch.context() as m:  # the lowered program's own type check (long token disjunctions)
         m.setattr(raspl, "check_module", deep)
         with pytest.raises(rasp.RaspError, match="nests too deeply"):

@@ -672,6 +672,10 @@ def test_exact_sum_positions_bounds_the_float64_running_sums(tmp_path, capsys):
     assert rasp.run(p, detour) is True and m.run(detour, dtype="float64") is False
     small = compiler.compile(rasp.parse('alphabet a b\nX = #"a" > #"b"\n'))
     assert small.exact_sum_positions == {"scan": 2**52, "sdpa": 2**23}  # 1/2 at BOS, then 1 per position
+    # local heads copy one position's value and never sum: no bound without a uniform head
+    local = compiler.compile(rasp.parse('alphabet a b\nX = exists[j == i - 1] "a"\n'))
+    assert local.exact_sum_positions == {"scan": None, "sdpa": None}
+    assert local.model("cpu", "float32").sum_positions == {"scan": None, "sdpa": None}
     from rasp.cli import main
 
     (tmp_path / "big.rasp").write_text(src)

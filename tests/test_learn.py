@@ -353,6 +353,13 @@ def test_published_numbers_only_beside_the_papers_setting():
     assert published_bins(r, "ape") == [0.9, 0.5, 0.1]
     assert published_bins(dict(r, config={"alphabet": ["a"], "train_max": 50}), "ape") is None
     assert published_bins(dict(r, config={"alphabet": None, "train_max": 30}), "ape") is None
+    # --alphabet naming the task's own alphabet is the papers' setting (UR: the 26 letters)
+    from rasp.cli import build_parser
+    from rasp.commands import learn as L
+
+    for option, own in (("26", True), ("a,b,c,d,e", False)):
+        args = build_parser().parse_args(["learn", "UR", "--alphabet", option, "--preset", "smoke"])
+        assert (L.config_for(args, L.resolve_preset(args), "UR").alphabet is None) == own
 
 
 def test_report_takes_published_facts_from_the_registry():
@@ -416,6 +423,9 @@ def test_compiled_heads_roles():
     assert S.head_role("uniform", None, '(#("a" && "b" at i-1) - 1/2)/(i+1)') == "bigram"
     assert S.head_role("uniform", None, '(#(!("b" at i-1) && "a") - 1/2)/(i+1)') == "other"
     assert S.head_role("local", 1, "FIRST[a] at i-1") == "predecessor"
+    # offsets 12, 13 are not offset 1
+    assert S.head_role("uniform", None, '(#("a" at i-12 && "b") - 5/2)/(i+1)') == "other"
+    assert S.head_role("uniform", None, '(#(!(true at i-13) && "b") - 5/2)/(i+1)') == "other"
     assert S.compiled_heads(replace(UR, name="NoSuchTask"))["error"] == "no program"
 
 

@@ -60,25 +60,30 @@ def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[i
             raise RaspError(f"standard input is not UTF-8 text (byte 0x{exc.object[exc.start]:02x})",
                             hint="inputs are lines of space-separated tokens in UTF-8") from None
         line = raw.rstrip("\n")
-        _refuse_undecodable(line, n)
+        line = _utf8_line(line, n)
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         toks, cols = token_columns(line)
         yield toks, "<stdin>", n, cols, line
 
 
-def _refuse_undecodable(line: str, line_no: int) -> None:
-    """stdin decodes with ``surrogateescape`` under a C/POSIX locale: a byte that is not UTF-8
-    arrives as a lone surrogate (U+DC80..U+DCFF) instead of raising; it is located here rather than
-    reported as a token outside the alphabet."""
-    bad = next((k for k, ch in enumerate(line) if "\udc80" <= ch <= "\udcff"), None)
-    if bad is None:
-        return
-    shown = line.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
-    col = len(line[:bad].encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")) + 1
-    raise RaspError(f"standard input is not UTF-8 text (byte 0x{ord(line[bad]) - 0xDC00:02x})",
-                    Span(line_no, col, line_no, col + 1), hint="inputs are lines of space-separated tokens in UTF-8",
-                    source="\n" * (line_no - 1) + shown, filename="<stdin>")
+def _utf8_line(line: str, line_no: int) -> str:
+    """stdin decodes with ``surrogateescape`` under a C/POSIX locale: bytes it could not decode (any
+    byte >= 0x80 when its encoding is ASCII) arrive as lone surrogates (U+DC80..U+DCFF) instead of
+    raising. The line's bytes are decoded again as UTF-8; a byte that is not UTF-8 is located here
+    rather than reported as a token outside the alphabet."""
+    if not any("\udc80" <= ch <= "\udcff" for ch in line):
+        return line
+    data = line.encode(getattr(sys.stdin, "encoding", None) or "utf-8", errors="surrogateescape")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # the column counts characters before the bad byte (each undecodable byte as one)
+        col = len(data[:exc.start].decode("utf-8", errors="replace")) + 1
+        raise RaspError(f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
+                        Span(line_no, col, line_no, col + 1), hint="inputs are lines of space-separated tokens in UTF-8",
+                        source="\n" * (line_no - 1) + data.decode("utf-8", errors="replace"),
+                        filename="<stdin>") from None
 
 
 def encode_located(program: Program, toks, name, line_no, cols, line_text):

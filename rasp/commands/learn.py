@@ -127,7 +127,9 @@ def config_for(args, preset: str, task_name: str):
     if args.alphabet:
         from ..expand import parse_alphabet_option
         alphabet = parse_alphabet_option(args.alphabet)
-        resolve_task(task_name).resolve_alphabet(alphabet)  # a located error when the task's alphabet is fixed
+        task = resolve_task(task_name)
+        if tuple(task.resolve_alphabet(alphabet)) == tuple(task.resolve_alphabet(None)):
+            alphabet = None  # the task's own alphabet: the papers' setting (and the same saved result)
     cfg = preset_config(preset, task_name)
     cfg = with_overrides(cfg, seeds=args.seeds, first_seed=args.first_seed, steps=args.steps,
                          positional=args.positional, layers=args.layers, heads=args.heads, dim=args.dim,

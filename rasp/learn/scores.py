@@ -129,7 +129,7 @@ def top_heads(scores: dict, key: str, k: int = 3) -> list[tuple[str, float]]:
 
 #: the roles :func:`compiled_heads` sorts heads into, in print order
 ROLES = ("predecessor", "bigram", "start", "other")
-_AT_PREV = re.compile(r'(!\()?((?:"[^"]*"|[A-Za-z_][\w]*(?:\[[^\]]*\])?)) at i-1')
+_AT_PREV = re.compile(r'(!\()?((?:"[^"]*"|[A-Za-z_][\w]*(?:\[[^\]]*\])?)) at i-1(?!\d)')
 
 
 def head_role(kind, offset, label: str) -> str:
