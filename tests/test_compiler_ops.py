@@ -684,6 +684,13 @@ def test_exact_sum_positions_bounds_the_float64_running_sums(tmp_path, capsys):
     assert main(["compile", str(tmp_path / "big.rasp"), "-o", str(tmp_path / "m"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["exact_sum_positions"] == {"scan": 2, "sdpa": 0}
     assert compiler.load(tmp_path / "m").exact_sum_positions == {"scan": 2, "sdpa": 0}
+    # verify notes rows beyond the bound; a generator's rows reach further by their generated tokens
+    gen = src.replace("OUT = ", "BIG = ") + 'NEXT[x] = x == "a" && #true < 3 && !BIG\noutput generate NEXT\n'
+    (tmp_path / "gen.rasp").write_text(gen)
+    for target, lengths in ((tmp_path / "big.rasp", "1,2"), (tmp_path / "gen.rasp", "1")):
+        assert main(["verify", str(target), "--lengths", lengths, "--samples", "2", "--dtype", "float64"]) == 0
+        out = capsys.readouterr().out
+        assert ("length 2 is beyond it" if target.name == "big.rasp" else "length 1 is beyond it") in out, out
 
 
 def test_auto_takes_sdpa_only_where_its_float32_accumulator_is_exact(monkeypatch):

@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import RaspError
+from ..program import default_max_new
 from ._common import add_alphabet_option, add_json_option, load_program, sum_limit_text
 
 
@@ -173,7 +174,13 @@ def _run(args: argparse.Namespace) -> int:
         }))
     else:
         scan_limit = model.exact_sum_positions.get("scan")
-        beyond = sorted({r.length for r in rows if scan_limit is not None and r.length + 1 > scan_limit})
+        def extent(n: int) -> int:  # positions a row's sequences can reach: BOS, prompt, generated tokens
+            if model.kind != "generate":
+                return n + 1
+            cap = default_max_new(n) if args.max_new is None else args.max_new
+            return n + 1 + (min(cap, bound - n) if bound else cap)
+
+        beyond = sorted({r.length for r in rows if scan_limit is not None and extent(r.length) > scan_limit})
         if beyond:
             print(f"note: {sum_limit_text(scan_limit)}: length{'s' if len(beyond) > 1 else ''} "
                   f"{', '.join(map(str, beyond))} {'are' if len(beyond) > 1 else 'is'} beyond it")
