@@ -21,7 +21,7 @@ Tensors are built and stored sparse (coordinates and values): a model with d_mod
 thousands (|alphabet|^2 definitions) has only a few nonzeros per row. Every entry is an integer, a
 half-integer or -1024. Whether a dtype holds them all exactly depends on the program's constants:
 :func:`exact_dtypes` says which dtypes do (a half-integer head constant needs |c| < 128 in bfloat16,
-< 2^23 in float32); a cast to any other dtype warns
+< 2^23 in float32, and a head's coefficients may add up to 2^8 and 2^24); a cast to any other dtype warns
 (:meth:`compiler.model.CompiledTransformer.cast`).
 """
 from __future__ import annotations
@@ -257,16 +257,24 @@ def exact_sum_positions(tensors: dict[str, tuple], arch: dict) -> dict[str, int 
 
 def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
     """The dtypes (of :data:`SIGNIFICAND_BITS`) in which the construction's exactness argument holds:
-    every weight is exactly representable, and so is every value a uniform head can carry at one
-    position (an integer or half-integer: a sum of some entries of its ``W_V`` row, the inputs being
-    0/1, so at most the sum of the positive entries or minus the sum of the negative ones in
-    magnitude; with p significand bits every half-integer below 2^(p-1) is exact). Outside these
-    dtypes a constant of the program is rounded and comparisons near it can come out wrong
-    (``#"a" > 301`` in bfloat16 stores 301.5 as 302). NumPy only: ``rasp compile`` never imports torch.
-    bfloat16 is float32 with the low 16 bits of the bit pattern zero."""
+    every weight is exactly representable, and so is every value a head can carry at one position
+    and every partial sum on the way to it. Every bool is 0 at BOS, so at BOS a head's value is its
+    ``bos`` weight (a weight: representable); at a later position the ``bos`` input is 0 and the value
+    is a sum of some of the row's other entries, integers (the inputs being 0/1, at most the sum of
+    the positive entries or minus the sum of the negative ones in magnitude), and with p significand
+    bits every integer up to 2^p is exact (``200 * #"a" > 199 * #"b"`` is exact in bfloat16, whose
+    p = 8). Where the ``bos`` dimension cannot be told from the token embedding, the whole row is
+    bounded, as half-integers below 2^(p-1). Outside these dtypes a constant of the program is
+    rounded and comparisons near it can come out wrong (``#"a" > 301`` in bfloat16 stores 301.5 as
+    302). NumPy only: ``rasp compile`` never imports torch. bfloat16 is float32 with the low 16 bits
+    of the bit pattern zero."""
     values = [v for _, _, v in tensors.values() if len(v)]
     vals = np.concatenate(values) if values else np.zeros(0)
-    row_sum = head_value_bound(tensors)
+    col = bos_column(tensors) if "embed.token" in tensors else None
+    if col is None:
+        row_sum, limit_bits = head_value_bound(tensors), -1  # half-integers: 2^(p-1)
+    else:
+        row_sum, limit_bits = head_value_bound(tensors, skip_column=col), 0  # integers: 2^p
     f32 = vals.astype(np.float32)
     exact = {
         "float64": True,
@@ -274,4 +282,4 @@ def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
         "bfloat16": bool(np.all(f32 == vals) and np.all((f32.view(np.uint32) & 0xFFFF) == 0)),
         "float16": bool(np.all(np.abs(vals) <= 65504) and np.all(vals.astype(np.float16) == vals)),
     }
-    return [d for d, bits in SIGNIFICAND_BITS.items() if exact[d] and row_sum <= 2.0 ** (bits - 1)]
+    return [d for d, bits in SIGNIFICAND_BITS.items() if exact[d] and row_sum <= 2.0 ** (bits + limit_bits)]

@@ -592,9 +592,14 @@ def test_exact_dtypes_on_synthetic_weights():
     positive or its negative entries, whichever sum is larger (127.5 - 1 fits bfloat16's 2^7)."""
     from compiler.weights import exact_dtypes
 
-    def tensors(*values, row=None):
-        t = {"embed.token": ((1, len(values)), np.array([[0] * len(values), list(range(len(values)))]),
-                             np.array(values, dtype=np.float64))}
+    def tensors(*values, row=None, bos=None):
+        """``values`` as weights; ``row`` a head's W_V row; ``bos``: the row's bos column (the token
+        embedding's BOS row points at it), None: no embedding tells it (the whole row is bounded)."""
+        t = {"weights": ((1, len(values)), np.array([[0] * len(values), list(range(len(values)))]),
+                         np.array(values, dtype=np.float64))}
+        if bos is not None:
+            t["embed.token"] = ((2, len(row)), np.array([[0, 1], [1 - bos if len(row) > 1 else 0, bos]]),
+                                np.array([1.0, 1.0]))
         if row is not None:
             t["layers.0.attn.W_V"] = ((1, len(row)), np.array([[0] * len(row), list(range(len(row)))]),
                                       np.array(row, dtype=np.float64))
@@ -604,11 +609,18 @@ def test_exact_dtypes_on_synthetic_weights():
     assert exact_dtypes(tensors(257.0)) == ["float64", "float32", "float16"]
     assert exact_dtypes(tensors(2.0**24 + 1)) == ["float64"]
     assert exact_dtypes(tensors(65536.0)) == ["float64", "float32", "bfloat16"]
+    # without a bos column, a row's values are half-integers, exact below 2^(p-1) = 128 in bfloat16
     assert "bfloat16" in exact_dtypes(tensors(1.0, row=[1.0, -127.5]))   # |value| <= 127.5
     assert "bfloat16" not in exact_dtypes(tensors(1.0, row=[100.0, 100.0, -0.5]))  # up to 200
     assert "bfloat16" not in exact_dtypes(tensors(1.0, row=[-100.0, -100.0, 0.5]))  # down to -200
     assert "bfloat16" in exact_dtypes(tensors(1.0, row=[100.0, 28.0]))  # 128: the bound itself fits
     assert "bfloat16" not in exact_dtypes(tensors(1.0, row=[100.0, 28.5]))  # 128.5 does not
+    # with it, the BOS constant is one weight and the rest are integers, exact up to 2^p = 256
+    assert "bfloat16" in exact_dtypes(tensors(1.0, row=[100.0, 100.0, -0.5], bos=2))  # 200 after BOS
+    assert "bfloat16" in exact_dtypes(tensors(1.0, row=[-100.0, -100.0, 0.5], bos=2))
+    assert "bfloat16" in exact_dtypes(tensors(1.0, row=[200.0, 56.0, -0.5], bos=2))  # 256 fits
+    assert "bfloat16" not in exact_dtypes(tensors(1.0, row=[200.0, 57.0, -0.5], bos=2))  # 257 does not
+    assert "bfloat16" not in exact_dtypes(tensors(1.0, row=[1.0, 200.5], bos=1))  # 200.5: not a bfloat16
 
 
 def test_constant_127_is_exact_in_bfloat16():
@@ -652,6 +664,25 @@ def test_head_values_beyond_float64_are_refused_where_written():
     with pytest.raises(rasp.RaspError, match=r"add up to 4,503,599,627,370,498\.5:.*2\^52") as info:
         compiler.compile(rasp.parse(bad))
     assert (info.value.line, info.value.column) == (2, 5)
+
+
+def test_exact_dtypes_count_integers_after_bos():
+    """After BOS a head's value is an integer (the bos input is 0), exact up to 2^p, not only 2^(p-1):
+    ``200 * #"a" > 199 * #"b"`` is exact in bfloat16 (p = 8) and listed; ``257 * ...`` is not a
+    bfloat16 weight. The listed dtype agrees with the interpreter on inputs that stay at the tie."""
+    p = rasp.parse('alphabet a b\nX = 200 * #"a" > 199 * #"b"\n')
+    m = compiler.compile(p)
+    assert "bfloat16" in m.exact_dtypes
+    assert "bfloat16" not in compiler.compile(rasp.parse('alphabet a b\nX = 257 * #"a" > 256 * #"b"\n')).exact_dtypes
+    toks, e = [], 0
+    for k in range(3000):  # 200 #a - 199 #b held near 0: a tie or one off it at every position
+        t = "b" if e > 0 else "a" if e < 0 else "ab"[k % 2]
+        e += 200 if t == "a" else -199
+        toks.append(t)
+    want = p.evaluate([toks])["X"][0]
+    for backend in ("scan", "dense"):
+        got = m.outputs([toks[:600] if backend == "dense" else toks], dtype="bfloat16", backend=backend)[0][:, 0]
+        assert np.array_equal(np.asarray(got, bool), np.asarray(want[: len(got)], bool)), backend
 
 
 def test_exact_sum_positions_bounds_the_float64_running_sums(tmp_path, capsys):
