@@ -16,7 +16,9 @@ and by the single neuron ``relu(z + 1)`` when ``theta = W`` (a conjunction: z + 
 literals are 0, so z = -theta <= -1 and both neurons are 0: the result is 0 at BOS, as every bool
 must be. ``one = bos + real`` is 1 everywhere (the MLP has no bias). Weights are capped at
 :data:`WEIGHT_CAP` (255) so every preactivation is an integer of magnitude at most 255, exact even in
-bfloat16 (8-bit significand).
+bfloat16 (8-bit significand); :func:`make_thr` itself does not cap (a comparison of local counts
+keeps the program's weights: see ``compiler.graph._Builder.threshold`` and
+``compiler.weights.exact_dtypes``).
 
 **Forms.** A ``Form`` is a sum of *mutually exclusive* threshold terms (at most one is 1 at any
 position), optionally negated: ``value = sum_k T_k`` or ``real - sum_k T_k``. A sum of exclusive

@@ -794,7 +794,7 @@ class _Builder:
                 coef[n] = coef.get(n, 0) + k
         coef = {n: k for n, k in coef.items() if k != 0}
         if not F:
-            return B.thr_form(B.make_thr({(n, False): k for n, k in coef.items()}, -c))
+            return self.threshold(B.make_thr({(n, False): k for n, k in coef.items()}, -c))
         lo = sum(k for k in coef.values() if k < 0)
         hi = sum(k for k in coef.values() if k > 0)
         if hi - lo + 1 > LOCAL_RANGE_CAP:
@@ -809,6 +809,18 @@ class _Builder:
         if not coef:
             return B.lit_form(lit)
         return B.thr_form(B.make_thr(weights, hi + 1))
+
+    @staticmethod
+    def threshold(t) -> Form:
+        """A threshold of local bools as a form. Its gate's preactivation ``sum w l - theta`` is an
+        integer up to the weights' sum W, exact in a dtype only up to 2^p: ``199 #[j == i] "a" +
+        198 #[j == i - 1] "a" + 198 #[j == i - 2] "a" >= 200`` rounds z = 395 to 396 in bfloat16 and
+        its gate ``relu(z + 1) - relu(z)`` says 0. Over at most ``TABLE_LITERALS`` literals a
+        heavier one is its truth table (unit weights); a larger one stays as it is, and
+        :func:`compiler.weights.exact_dtypes` leaves out the dtypes its preactivations exceed."""
+        if isinstance(t, B.Thr) and t.W > B.WEIGHT_CAP and len(t.lits) <= B.TABLE_LITERALS:
+            return B.truth_table(t.eval, [n for (n, _), _ in t.lits])
+        return B.thr_form(t)
 
     def sign_lit(self, F: dict, off: int, hint, ftext) -> B.Lit:
         """``s = [F + off >= 0]`` (F a nonzero linear form over count bodies' nodes) as a literal:

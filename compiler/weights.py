@@ -270,6 +270,10 @@ def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
     of the bit pattern zero."""
     values = [v for _, _, v in tensors.values() if len(v)]
     vals = np.concatenate(values) if values else np.zeros(0)
+    # an MLP neuron's preactivation (0/1 inputs, integer weights) and every partial sum on the way:
+    # integers within the larger of its row's positive and negative sums, exact up to 2^p
+    neuron_sum = max((_row_reach(shape, idx, v) for name, (shape, idx, v) in tensors.items()
+                      if name.endswith("mlp.W_1") and len(v)), default=0.0)
     col = bos_column(tensors) if "embed.token" in tensors else None
     if col is None:
         row_sum, limit_bits = head_value_bound(tensors), -1  # half-integers: 2^(p-1)
@@ -282,4 +286,13 @@ def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
         "bfloat16": bool(np.all(f32 == vals) and np.all((f32.view(np.uint32) & 0xFFFF) == 0)),
         "float16": bool(np.all(np.abs(vals) <= 65504) and np.all(vals.astype(np.float16) == vals)),
     }
-    return [d for d, bits in SIGNIFICAND_BITS.items() if exact[d] and row_sum <= 2.0 ** (bits + limit_bits)]
+    return [d for d, bits in SIGNIFICAND_BITS.items()
+            if exact[d] and row_sum <= 2.0 ** (bits + limit_bits) and neuron_sum <= 2.0 ** bits]
+
+
+def _row_reach(shape, idx, v) -> float:
+    """The most any row of a weight matrix can sum to in magnitude over 0/1 inputs."""
+    idx = np.asarray(idx)
+    pos = np.bincount(idx[0], weights=np.maximum(v, 0), minlength=shape[0])
+    neg = np.bincount(idx[0], weights=np.minimum(v, 0), minlength=shape[0])
+    return max(float(pos.max()), float(-neg.min()))

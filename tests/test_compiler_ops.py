@@ -685,6 +685,33 @@ def test_exact_dtypes_count_integers_after_bos():
         assert np.array_equal(np.asarray(got, bool), np.asarray(want[: len(got)], bool)), backend
 
 
+def test_heavy_local_thresholds_stay_exact_in_the_listed_dtypes():
+    """A comparison of local counts alone is one MLP threshold gate; with weights past 255 its
+    preactivation passed 2^p and ``relu(z + 1) - relu(z)`` said 0 (a helper's counterexamples, listed
+    dtypes all: bfloat16 wrong on 351 of 510 inputs). Over at most 4 literals it is now a truth
+    table; over more, exact_dtypes leaves out the dtypes its preactivations exceed."""
+    cases = [
+        ("bfloat16", '199 * #[j == i] "a" + 198 * #[j == i] pos[i % 2 == 0] + 198 * #[j == i] pos[i % 3 == 0] >= 200'),
+        ("bfloat16", '199 * #[j == i - 1] "a" + 198 * #[j == i - 2] "a" + 198 * #[j == i - 3] "a" >= 200'),
+        ("float16", '2047 * #[j == i - 1] "a" + 2046 * #[j == i - 2] "a" + 2046 * #[j == i - 3] "a" >= 2048'),
+        ("float32", '8388607 * #[j == i - 1] "a" + 8388606 * #[j == i - 2] "a" + 8388605 * #[j == i - 3] "a"'
+                    ' + 8388605 * #[j == i - 4] "a" >= 8388608'),
+        ("float16", '255 * #[j == i - 1] "a" + 254 * #[j == i - 2] "a" + 252 * #[j == i - 3] "a"'
+                    ' + 248 * #[j == i - 4] "a" + 240 * #[j == i - 5] "b" >= 256'),
+    ]
+    for dt, cmp in cases:
+        p = rasp.parse(f"alphabet a b\nX = {cmp}\n")
+        m = compiler.compile(p)
+        assert dt in m.exact_dtypes, (cmp, m.exact_dtypes)
+        inputs = [list(t) for n in range(1, 8) for t in itertools.product("ab", repeat=n)]
+        outs = m.outputs(inputs, dtype=dt)
+        for toks, out in zip(inputs, outs):
+            assert [bool(x) for x in out[:, 0]] == list(p.evaluate([toks])["X"][0]), (cmp, dt, toks)
+    five = compiler.compile(rasp.parse(f"alphabet a b\nX = {cases[-1][1]}\n"))
+    # five literals: every weight is a bfloat16, but the preactivation reaches 1249 - 256 > 2^8
+    assert "bfloat16" not in five.exact_dtypes
+
+
 def test_exact_sum_positions_bounds_the_float64_running_sums(tmp_path, capsys):
     """A head's running sum is exact in float64 while |BOS constant| + (t - 1) * (its largest value
     after BOS) <= 2^52 (``exact_sum_positions``). Coefficients near 2^31 with a constant near 2^52 pass
