@@ -55,8 +55,6 @@ import torch.nn.functional as F
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16,
           "float16": torch.float16}
 BACKENDS = ("auto", "dense", "scan", "sdpa")
-#: float32 (the fused kernels' accumulator) holds every half-integer up to this magnitude exactly
-SDPA_EXACT = 2.0 ** 23
 
 
 def normalized_pair(y: torch.Tensor) -> torch.Tensor:
@@ -289,13 +287,10 @@ class CompiledTransformer(nn.Module):
             sub.uniform_ix = _slice_or_index(sub.uniform)
             self.layers.append(sub)
         self.readout = _Mats({"W_U": tensors["readout.W_U"]})
-        # the most a head's value can be in magnitude at one position: sdpa accumulates it in float32
-        # (see pick_backend)
-        from .weights import exact_sum_positions, head_value_bound
+        from .weights import exact_sum_positions
 
         w_v = {k: (shape, idx.cpu().numpy(), vals.to(torch.float64).cpu().numpy())
                for k, (shape, idx, vals) in tensors.items() if k.endswith("attn.W_V") or k == "embed.token"}
-        self.value_bound = head_value_bound(w_v)
         #: per backend, the most positions over which every head's running sum is exact
         #: (:func:`compiler.weights.exact_sum_positions`; None: any)
         self.sum_positions = exact_sum_positions(w_v, self.arch)

@@ -192,9 +192,8 @@ def head_value_bound(tensors: dict[str, tuple], skip_column: int | None = None) 
             if skip_column is not None:
                 keep = idx[1] != skip_column
                 idx, v = idx[:, keep], v[keep]
-            pos = np.bincount(idx[0], weights=np.maximum(v, 0), minlength=shape[0])
-            neg = np.bincount(idx[0], weights=np.minimum(v, 0), minlength=shape[0])
-            bound = max(bound, float(pos.max()), float(-neg.min()))
+            if len(v):
+                bound = max(bound, _row_reach(shape, idx, v))
     return bound
 
 

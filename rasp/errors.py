@@ -96,3 +96,14 @@ class RaspError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+
+def not_utf8(data: bytes, start: int, message: str, *, filename: str, hint: str, first_line: int = 1) -> RaspError:
+    """The error for ``data`` (text read as bytes, its first line numbered ``first_line``) whose byte
+    at ``start`` is not UTF-8: located at that byte's line and column (characters before it on its
+    line, each undecodable byte counted as one), with the text decoded leniently for the caret."""
+    line_start = data.rfind(b"\n", 0, start) + 1
+    col = len(data[line_start:start].decode("utf-8", errors="replace")) + 1
+    line = first_line + data.count(b"\n", 0, start)
+    return RaspError(message, Span(line, col, line, col + 1), hint,
+                     source="\n" * (first_line - 1) + data.decode("utf-8", errors="replace"), filename=filename)

@@ -264,6 +264,12 @@ def wrap64(v: int) -> int:
     return (v + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
+def int64_op(op: str, x: int, y: int) -> int:
+    """``x op y`` for Python ints as the int64 evaluation computes it (``/`` floor division, ``%``
+    Python modulo, wrapping at 2^63)."""
+    return wrap64(x + y if op == "+" else x - y if op == "-" else x * y if op == "*" else x // y if op == "/" else x % y)
+
+
 _PCMP = {
     "==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
     "<=": np.less_equal, ">=": np.greater_equal,
@@ -285,8 +291,7 @@ def eval_function(rel: A.PosExpr, env: dict):
     if isinstance(rel, A.PBin):
         x, y = ev(rel.left), ev(rel.right)
         if type(x) is int and type(y) is int:  # constants: as int64 arithmetic would compute them (it wraps)
-            return wrap64(x + y if rel.op == "+" else x - y if rel.op == "-" else x * y if rel.op == "*"
-                          else x // y if rel.op == "/" else x % y)
+            return int64_op(rel.op, x, y)
         if rel.op == "+":
             return x + y
         if rel.op == "-":

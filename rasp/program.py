@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import ast as A
-from .errors import RaspError, Span
+from .errors import RaspError, Span, not_utf8
 from .expand import expand
 from .gcpause import paused_gc
 from .interp import evaluate, fold_constants, make_batch, output_at_last
@@ -269,13 +269,8 @@ def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
                         if looks_like_source else None) from None
     except UnicodeDecodeError as exc:
         data = exc.object
-        line_start = data.rfind(b"\n", 0, exc.start) + 1
-        # the column counts characters before the bad byte on its line (each undecodable byte as one)
-        col = len(data[line_start:exc.start].decode("utf-8", errors="replace")) + 1
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise RaspError(f"cannot read program: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-                        Span(line, col, line, col + 1), hint="programs are UTF-8 text files (.cr or .rasp)",
-                        source=data.decode("utf-8", errors="replace"), filename=str(p)) from None
+        raise not_utf8(data, exc.start, f"cannot read program: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                       f"{exc.start})", filename=str(p), hint="programs are UTF-8 text files (.cr or .rasp)") from None
     return parse(text, filename=str(p), alphabet=alphabet)
 
 

@@ -70,7 +70,7 @@ from fractions import Fraction
 from . import ast as A
 from .errors import RaspError, Span
 from .expand import expand
-from .guards import wrap64
+from .guards import int64_op, wrap64
 from .program import Program
 from .typecheck import check_module, symbol_comparison
 
@@ -171,8 +171,7 @@ def _apply(r, env: dict, codes: dict):
         return wrap64(-ev(r.operand))
     if isinstance(r, A.PBin):
         x, y = ev(r.left), ev(r.right)
-        v = {"+": x + y, "-": x - y, "*": x * y}[r.op] if r.op in "+-*" else (x // y if r.op == "/" else x % y)
-        return wrap64(v)
+        return int64_op(r.op, x, y)
     if isinstance(r, A.PCmp):
         return _cmp(r.op, ev(r.left), ev(r.right))
     if isinstance(r, A.PAnd):

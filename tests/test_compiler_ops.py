@@ -753,26 +753,22 @@ def test_exact_sum_positions_bounds_the_float64_running_sums(tmp_path, capsys):
 
 def test_auto_takes_sdpa_only_where_its_float32_accumulator_is_exact(monkeypatch):
     """On CUDA below float64, auto picks the fused kernels only while a prefix sum of head values
-    stays <= 2^23 (their float32 accumulator holds the sums exactly): value_bound at BOS plus
-    value_bound_after_bos per later position; beyond, scan (float64 accumulation). The decision is
+    stays <= 2^23 (their float32 accumulator holds the sums exactly): ``sum_positions["sdpa"]``, a
+    head's BOS constant once plus its coefficients per later position; beyond, scan (float64
+    accumulation). The decision is
     tested here with the device faked: the kernels themselves run in the CUDA tests."""
-    from compiler.model import SDPA_EXACT
-
     m = compiler.compile(rasp.parse('alphabet a b\nX = 4194303 * #"a" - 4194304 * #"b" + 2 >= 0\n'))
     t = m.model("cpu", "float32")
-    assert t.value_bound == 4194303 + 2.5  # the larger of the positive and negative row sums (BOS: 2 + 1/2)
     small = compiler.compile(rasp.load("programs/dyck1.cr")).model("cpu", "float32")
-    assert small.value_bound <= 2
     assert t.pick_backend("auto", 4) == small.pick_backend("auto", 4) == "scan"  # on CPU always scan
     monkeypatch.setattr(CompiledTransformer, "device", property(lambda self: torch.device("cuda")))
     assert t.pick_backend("auto", 2) == "sdpa" and t.pick_backend("auto", 3) == "scan"
     assert t.sum_positions["sdpa"] == 2  # 2.5 at BOS + 4194304 per later position passes 2^23 at 3
-    assert small.value_bound == 1.5
-    limit = int(SDPA_EXACT)  # Dyck's heads: 1/2 at BOS + (limit - 1) * 1 <= 2^23
+    limit = 2**23  # Dyck's heads: 1/2 at BOS + (limit - 1) * 1 <= 2^23
     assert small.sum_positions["sdpa"] == limit
     assert small.pick_backend("auto", limit) == "sdpa" and small.pick_backend("auto", limit + 1) == "scan"
     # a large constant is added at BOS only: it no longer sends every input past 5 tokens to scan
     big = compiler.compile(rasp.parse('alphabet a b\nX = #"a" > 1000000\n')).model("cpu", "float32")
-    assert big.value_bound == 1000000.5 and big.sum_positions["sdpa"] == 7388608
+    assert big.sum_positions["sdpa"] == 7388608  # 1000000.5 + (t - 1) * 1 <= 2^23
     assert big.pick_backend("auto", 7388608) == "sdpa" and big.pick_backend("auto", 7388609) == "scan"
     assert t.pick_backend("sdpa", 10**6) == "sdpa"  # asked for by name: as asked

@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Iterator
 
-from ..errors import RaspError, Span
+from ..errors import RaspError, not_utf8
 from ..expand import parse_alphabet_option
 from ..program import Program, load, token_columns
 
@@ -40,6 +40,9 @@ def load_program(path: str, alphabet: str | None = None) -> Program:
     return program
 
 
+STDIN_HINT = "inputs are lines of space-separated tokens in UTF-8"
+
+
 def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[int], str]]:
     """Inputs from the command line (one input) or stdin (one per line, ``//`` lines skipped).
 
@@ -58,7 +61,7 @@ def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[i
             return
         except UnicodeDecodeError as exc:
             raise RaspError(f"standard input is not UTF-8 text (byte 0x{exc.object[exc.start]:02x})",
-                            hint="inputs are lines of space-separated tokens in UTF-8") from None
+                            hint=STDIN_HINT) from None
         line = raw.rstrip("\n")
         line = _utf8_line(line, n)
         if not line.strip() or line.lstrip().startswith("//"):
@@ -78,12 +81,8 @@ def _utf8_line(line: str, line_no: int) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # the column counts characters before the bad byte (each undecodable byte as one)
-        col = len(data[:exc.start].decode("utf-8", errors="replace")) + 1
-        raise RaspError(f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
-                        Span(line_no, col, line_no, col + 1), hint="inputs are lines of space-separated tokens in UTF-8",
-                        source="\n" * (line_no - 1) + data.decode("utf-8", errors="replace"),
-                        filename="<stdin>") from None
+        raise not_utf8(data, exc.start, f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
+                       filename="<stdin>", hint=STDIN_HINT, first_line=line_no) from None
 
 
 def encode_located(program: Program, toks, name, line_no, cols, line_text):

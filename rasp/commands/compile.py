@@ -67,4 +67,3 @@ def run(args: argparse.Namespace) -> int:
         if files:
             print(f"wrote {files[0]} and {files[1]}")
     return 0
-

@@ -191,7 +191,7 @@ def train_and_save(task, cfg, preset: str, args, out: Path) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from ..learn.report import PAPER_TRAIN_MAX, fmt, paper_setting, published_bins
+    from ..learn.report import PAPER_TRAIN_MAX, fmt, published_bins
     from ..learn.scores import top_heads
     c = result["config"]
     print(f"{result['task']} ({result['kind']}): {c['layers']} layers / {c['heads']} heads / {c['dim']} dims, "
@@ -216,8 +216,7 @@ def print_result(result: dict) -> None:
     print(f"  mean ({which}): {mean}")
     if pub:
         print("  published: " + "  ".join(f"{lab} {fmt(a)}" for lab, a in zip(result["bin_labels"], pub)))
-    elif not paper_setting(result) and published_bins({k: v for k, v in result.items() if k != "config"},
-                                                      c["positional"]):
+    elif published_bins(result, c["positional"], any_setting=True):  # figures, but for another setting
         print("  published: not shown (the papers trained over the task's own alphabet on lengths up to "
               f"{PAPER_TRAIN_MAX}; this run used {_setting_text(c)})")
 

@@ -65,13 +65,14 @@ def paper_setting(result: dict) -> bool:
     return cfg.get("alphabet") is None and cfg.get("train_max", PAPER_TRAIN_MAX) == PAPER_TRAIN_MAX
 
 
-def published_bins(task_or_result, positional: str = "ape"):
+def published_bins(task_or_result, positional: str = "ape", *, any_setting: bool = False):
     """The papers' accuracies per test bin for this positional encoding, or None. For a result, one
     entry per bin it was measured on (``--bins``): the published figure where the bin is one of the
     papers' (:data:`PAPER_BINS`), None elsewhere; None in all when no bin is, and None when the
     result was not trained in the papers' setting (another ``--alphabet``, or training lengths up to
-    another ``--train-max`` than :data:`PAPER_TRAIN_MAX`): its numbers answer another question."""
-    if isinstance(task_or_result, dict) and not paper_setting(task_or_result):
+    another ``--train-max`` than :data:`PAPER_TRAIN_MAX`): its numbers answer another question
+    (``any_setting``: whatever the setting, to say that there are figures not shown)."""
+    if not any_setting and isinstance(task_or_result, dict) and not paper_setting(task_or_result):
         return None
     pub = (task_or_result.get("published_accuracy") if isinstance(task_or_result, dict)
            else getattr(task_or_result, "published_accuracy", None)) or {}
