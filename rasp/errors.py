@@ -98,6 +98,11 @@ class RaspError(Exception):
         return self.render()
 
 
+class MagnitudeError(RaspError):
+    """A count expression whose value could leave exact 64-bit arithmetic
+    (:func:`rasp.expand.check_magnitudes`): RASP-L lowering tells it from a lowering bug by its class."""
+
+
 def not_utf8(data: bytes, start: int, message: str, *, filename: str, hint: str, first_line: int = 1) -> RaspError:
     """The error for ``data`` (text read as bytes, its first line numbered ``first_line``) whose byte
     at ``start`` is not UTF-8: located at that byte's line and column (characters before it on its

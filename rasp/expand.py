@@ -19,7 +19,7 @@ import re
 
 from . import ast as A
 from . import builtins
-from .errors import RaspError
+from .errors import MagnitudeError, RaspError
 import operator
 
 from .typecheck import Checked, symbol_comparison
@@ -325,7 +325,7 @@ def check_magnitudes(checked: Checked, alphabet_size: int) -> None:
     constant (0, |k|), ``k * C`` scales both, a sum or difference adds them, ``sum(x, C)`` multiplies
     them by |alphabet|, min/max/a conditional takes the larger of each, a reference its definition's
     bound (RASP-L values: (1, 0); their own arithmetic, like that inside guards, is not bounded here).
-    A located :class:`RaspError` at the first expression with c over :data:`MAGNITUDE_LIMIT` or k over
+    A located :class:`~rasp.errors.MagnitudeError` at the first expression with c over :data:`MAGNITUDE_LIMIT` or k over
     :data:`CONSTANT_LIMIT`."""
     of_def: dict[str, tuple[int, int]] = {}
 
@@ -359,11 +359,11 @@ def check_magnitudes(checked: Checked, alphabet_size: int) -> None:
                 bound(child)
             m = (1, 0)
         if m[0] > MAGNITUDE_LIMIT:
-            raise RaspError(f"this expression can reach {m[0]:,} times the input length: too large for exact "
+            raise MagnitudeError(f"this expression can reach {m[0]:,} times the input length: too large for exact "
                             f"64-bit arithmetic on long inputs (the limit is {MAGNITUDE_LIMIT:,} times)", e.span,
                             "use smaller constants or coefficients")
         if m[1] > CONSTANT_LIMIT:
-            raise RaspError(f"this expression's constant part can reach {m[1]:,}: too large for exact 64-bit "
+            raise MagnitudeError(f"this expression's constant part can reach {m[1]:,}: too large for exact 64-bit "
                             f"arithmetic (the limit is 2^61)", e.span, "use smaller constants")
         return m
 

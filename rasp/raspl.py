@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from . import ast as A
-from .errors import RaspError, Span
+from .errors import MagnitudeError, RaspError, Span
 from .expand import expand
 from .guards import int64_op, wrap64
 from .program import Program
@@ -1318,9 +1318,9 @@ def lower_explained(program: Program, max_length: int | None = None) -> tuple[Pr
     try:
         checked = check_module(module)
         core = expand(module, checked, tuple(program.alphabet))
+    except MagnitudeError as exc:  # a constant of the lowered program beyond the language's limits
+        return None, _too_large(program, module, exc)
     except RaspError as exc:
-        if "too large" in exc.message:  # a constant of the lowered program beyond the language's limits
-            return None, _too_large(program, module, exc)
         raise AssertionError(f"lowered program does not type-check: {exc}") from exc  # a lowering bug
     except RecursionError:  # token tests over a large alphabet are disjunctions as long as it
         return None, too_deep()

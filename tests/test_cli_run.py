@@ -307,10 +307,14 @@ def test_cli_run_many_stdin_lines_and_bad_bytes(monkeypatch, capsys):
     assert cli(["run", dyck]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 5001 and out[-1].endswith("reject")
-    raw = io.TextIOWrapper(io.BytesIO(b"( )\n\xff (\n"), encoding="utf-8", errors="strict")
+    raw = io.TextIOWrapper(io.BytesIO(b"( )\n( \xff (\n"), encoding="utf-8", errors="strict")
     monkeypatch.setattr("sys.stdin", raw)
     assert cli(["run", dyck]) == 2
-    assert "not UTF-8" in capsys.readouterr().err
+    assert "<stdin>:2:3: error: standard input is not UTF-8 text (byte 0xff)" in capsys.readouterr().err
+    # a CRLF stdin: each line is one input (the bytes are read as they are)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"( )\r\n( (\r\n"), encoding="utf-8"))
+    assert cli(["run", dyck]) == 0
+    assert [line.split()[-1] for line in capsys.readouterr().out.splitlines()] == ["accept", "reject"]
     # under a C/POSIX locale Python decodes stdin with surrogateescape: the byte arrives as a lone
     # surrogate; it is located (line:col) instead of reported as a token outside the alphabet
     raw = io.TextIOWrapper(io.BytesIO("( )\n( \u00e9\xff (\n".encode("utf-8").replace(b"\xc3\xbf", b"\xff")),

@@ -53,36 +53,29 @@ def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[i
         toks, cols = token_columns(line)
         yield toks, "<argv>", 1, cols, line
         return
-    lines = enumerate(sys.stdin, start=1)
-    while True:
-        try:
-            n, raw = next(lines)
-        except StopIteration:
-            return
-        except UnicodeDecodeError as exc:
-            raise RaspError(f"standard input is not UTF-8 text (byte 0x{exc.object[exc.start]:02x})",
-                            hint=STDIN_HINT) from None
-        line = raw.rstrip("\n")
-        line = _utf8_line(line, n)
+    for n, line in _stdin_lines():
+        line = line.rstrip("\r\n")  # the bytes are read as they are: a CRLF file's lines end in \r\n
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         toks, cols = token_columns(line)
         yield toks, "<stdin>", n, cols, line
 
 
-def _utf8_line(line: str, line_no: int) -> str:
-    """stdin decodes with ``surrogateescape`` under a C/POSIX locale: bytes it could not decode (any
-    byte >= 0x80 when its encoding is ASCII) arrive as lone surrogates (U+DC80..U+DCFF) instead of
-    raising. The line's bytes are decoded again as UTF-8; a byte that is not UTF-8 is located here
-    rather than reported as a token outside the alphabet."""
-    if not any("\udc80" <= ch <= "\udcff" for ch in line):
-        return line
-    data = line.encode(getattr(sys.stdin, "encoding", None) or "utf-8", errors="surrogateescape")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise not_utf8(data, exc.start, f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
-                       filename="<stdin>", hint=STDIN_HINT, first_line=line_no) from None
+def _stdin_lines() -> Iterator[tuple[int, str]]:
+    """(line number, text) per line of stdin, decoded as UTF-8 whatever the locale: the bytes are
+    read and decoded here, so a byte that is not UTF-8 is located (line:col) whether Python's text
+    layer would have raised (strict) or passed it on as a lone surrogate (a C/POSIX locale's
+    ``surrogateescape``, which would then be reported as a token outside the alphabet)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream with no bytes beneath (an embedding program's StringIO)
+        yield from enumerate(sys.stdin, start=1)
+        return
+    for n, data in enumerate(buffer, start=1):
+        try:
+            yield n, data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise not_utf8(data, exc.start, f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
+                           filename="<stdin>", hint=STDIN_HINT, first_line=n) from None
 
 
 def encode_located(program: Program, toks, name, line_no, cols, line_text):
