@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import re
 
 from . import ast as A
@@ -31,9 +32,18 @@ _SYMBOL_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": oper
 STANDARD_SYMBOLS = tuple("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
+#: a symbol written bare in an instance name: no comma, bracket, quote or space to confuse
+_BARE_SYMBOL = re.compile(r'[^\s,\[\]"]+')
+
+
 def instance_key(name: str, symbols: tuple[str, ...]) -> str:
-    """The core name of a family instance: ``P[a,b]``; plain definitions keep their name."""
-    return f"{name}[{','.join(symbols)}]" if symbols else name
+    """The core name of a family instance: ``P[a,b]``; plain definitions keep their name. A symbol
+    with a comma, bracket, quote or space is written as a JSON string (``P[a,"b,c"]``), so that two
+    instances never share a name (``P["a","b,c"]`` and ``P["a,b","c"]`` would both be ``P[a,b,c]``,
+    and one definition would overwrite the other)."""
+    if not symbols:
+        return name
+    return f"{name}[{','.join(s if _BARE_SYMBOL.fullmatch(s) else json.dumps(s, ensure_ascii=False) for s in symbols)}]"
 
 
 def parse_alphabet_option(text: str) -> tuple[str, ...]:

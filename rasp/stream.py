@@ -34,7 +34,8 @@ import numpy as np
 
 from . import ast as A
 from . import builtins
-from .guards import GuardForm, analyze_relation, eval_relation, far_table
+from .expand import instance_key
+from .guards import TABLE_CAP, GuardForm, analyze_relation, eval_relation, far_table, table_cells
 from .typecheck import symbol_comparison
 
 _CMP = {
@@ -170,7 +171,7 @@ class Stream:
                 out[name] = v
                 continue
             for idx in np.ndindex(*v.shape[1:]):
-                out[f"{name}[{','.join(self.alphabet[t] for t in idx)}]"] = v[(slice(None),) + idx]
+                out[instance_key(name, tuple(self.alphabet[t] for t in idx))] = v[(slice(None),) + idx]
         return out
 
     # ------------------------------------------------------------------ expressions
@@ -298,9 +299,11 @@ class Stream:
                 rel = builtins.BINARY[e.guard.name] if isinstance(e.guard, A.GuardName) else e.guard.expr
             st = _CountState(exists=isinstance(e, A.Exists), rel=rel)
             if rel is not None:
-                st.form = analyze_relation(rel)
-                if isinstance(st.form, GuardForm):
-                    st.table = far_table(rel, st.form)
+                form = analyze_relation(rel)
+                # a table beyond TABLE_CAP (period 10^6: 10^12 cells) is counted by the general path,
+                # as the interpreter does
+                if isinstance(form, GuardForm) and table_cells(form) <= TABLE_CAP:
+                    st.form, st.table = form, far_table(rel, form)
             self._counts[key] = st
         st.value, st.at = st.step(self.i, body), self.i
         return st.value

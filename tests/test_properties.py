@@ -138,6 +138,28 @@ def test_family_instances_share_what_does_not_depend_on_the_symbols():
     assert terms[0].left.left is not terms[0].right.left  # Q["a"], Q["b"]
 
 
+def test_instance_names_are_unique_whatever_the_symbols():
+    """Symbols may hold commas, brackets and quotes: ``P["a","b,c"]`` and ``P["a,b","c"]`` once both
+    became ``P[a,b,c]`` and the later definition replaced the earlier (a silently wrong answer)."""
+    head = 'alphabet a "b,c" "a,b" "x]" "[y" d e c\nP[x, y] = exists Q[x] && !exists Q[y]\n'
+    names = [d.name for d in rasp.parse(head + 'R = true').core.defs]
+    assert len(names) == len(set(names)) == 65 and 'P[a,"b,c"]' in names and 'P["a,b",c]' in names
+    for first, second, want in [("a", "b,c", True), ("a,b", "c", False)]:
+        p = rasp.parse(head + f'R = P["{first}", "{second}"]')
+        assert rasp.run(p, ["a"]) is want and rasp.run(p, ["a", "b,c"]) is False
+    # generation evaluates incrementally after a few tokens (rasp.stream), under the same names
+    gen = rasp.parse(head + 'N[x] = !exists Q[x] && any(y, P[y, "c"])\noutput generate N')
+    want = naive_output(gen.core, ["a"], 10)
+    assert want == ["b,c", "a,b", "x]", "[y", "d", "e", "c"]
+    assert rasp.run(gen, ["a"], max_new=10) == want
+    from rasp import stream
+
+    assert set(stream.evaluate(gen, [np.array([0, 1])])) == {d.name for d in gen.core.defs}
+    import compiler
+
+    assert compiler.compile(gen).run(["a"], max_new=10) == want
+
+
 # ----------------------------------------------------------------------------- printer
 @given(any_fragment)
 def test_parse_print_roundtrip(p):

@@ -400,6 +400,18 @@ S = pos[i % 3 == 2] && any(x, R[x])
     _stream_agrees(rasp.parse(src), 0, n=8, max_len=60)
 
 
+def test_stream_counts_a_guard_with_a_huge_table_by_its_general_path():
+    """A period of 10^6 is regular, but its far table would have 10^12 cells: the interpreter counts
+    it by its general path, and so must the streaming evaluator (it once built the table and ran
+    out of memory at the fifth generated token)."""
+    p = rasp.parse('alphabet a b\nX = #[(i - j) % 1000000 == 0] "a"\nY = #[(i - j) % 1000000 == 1] "b"\n'
+                   'NEXT[x] = (x == "a") == (Y < 2) && X < 100\noutput generate NEXT')
+    _stream_agrees(p, 3, n=4, max_len=20)
+    seqs = [p.encode(["a", "b"])]
+    assert p._generate(seqs, 8) == p._generate_reevaluate(seqs, 8)
+    assert rasp.run(p, ["a", "b"], max_new=8) == ["a"] * 8
+
+
 @pytest.mark.parametrize("name", ["UF", "UB", "sort", "copy_unique", "UR", "bin_majority_interleave"])
 def test_stream_generation_equals_reevaluation(name):
     t = T.get(name)
