@@ -286,7 +286,7 @@ class _Expander:
 def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...] | None = None) -> A.CoreProgram:
     """Expand a type-checked surface module into a :class:`~rasp.ast.CoreProgram`."""
     alphabet, special = resolve_alphabet(module, checked, alphabet_override)
-    check_magnitudes(checked, len(alphabet))
+    check_magnitudes(checked, len(alphabet), len(alphabet) + len(special))
     ex = _Expander(checked, alphabet, special)
     shares = set()  # the families with closed subtrees
     for name in checked.order:
@@ -327,47 +327,77 @@ MAGNITUDE_LIMIT = 2**31
 CONSTANT_LIMIT = 2**61
 
 
-def check_magnitudes(checked: Checked, alphabet_size: int) -> None:
+def check_magnitudes(checked: Checked, alphabet_size: int, codes: int | None = None) -> None:
     """Refuse a count expression whose value could overflow 64-bit integers on a long input.
 
     The bound (c, k) with ``|e| <= c * n + k`` on inputs of n tokens, on the surface program (before
     families are expanded, so its cost does not grow with the alphabet): a count or a bool (1, 0), a
     constant (0, |k|), ``k * C`` scales both, a sum or difference adds them, ``sum(x, C)`` multiplies
     them by |alphabet|, min/max/a conditional takes the larger of each, a reference its definition's
-    bound (RASP-L values: (1, 0); their own arithmetic, like that inside guards, is not bounded here).
+    bound. RASP-L values: ``indices`` and ``selector_width`` (1, 0), ``tokens`` (0, number of codes ``codes``),
+    an aggregate its values' bound (and its default's), a map the bound of its function over its
+    arguments' bounds (:func:`map_bound`), or *no bound* (None) where that is not of the form c * n + k
+    (a product of two values that grow with n) or passes the limits (a map may wrap around 2^63).
+    A value with no bound may be compared, chosen by min/max/a conditional or aggregated, but ``+``,
+    ``-``, ``k *`` or ``sum`` on it are refused: they could overflow where the map did not.
     A located :class:`~rasp.errors.MagnitudeError` at the first expression with c over :data:`MAGNITUDE_LIMIT` or k over
     :data:`CONSTANT_LIMIT`."""
-    of_def: dict[str, tuple[int, int]] = {}
+    of_def: dict[str, tuple[int, int] | None] = {}
+    codes = alphabet_size if codes is None else codes
 
-    def bound(e) -> tuple[int, int]:
+    def bounded(e, sub) -> tuple[int, int]:  # the bound of an operand of + - k* sum: it must have one
+        m = bound(sub)
+        if m is None:
+            raise MagnitudeError(
+                f"'{_text(sub)}' is a RASP-L value with no bound of the form c * n + k (a map can multiply two "
+                "values that grow with the input, or wrap around 2^63): arithmetic on it could overflow 64-bit "
+                "integers", e.span, "compare it, or do the arithmetic inside the map")
+        return m
+
+    def bound(e) -> tuple[int, int] | None:
         kind = type(e)
         if kind is A.IntConst:
             m = (0, abs(e.value))
         elif kind is A.Ref:
             m = of_def.get(e.name, (1, 0))
         elif kind in (A.Add, A.Sub):
-            (a, b), (c, d) = bound(e.left), bound(e.right)
+            (a, b), (c, d) = bounded(e, e.left), bounded(e, e.right)
             m = (a + c, b + d)
         elif kind is A.Scale:
-            a, b = bound(e.operand)
+            a, b = bounded(e, e.operand)
             m = (abs(e.k) * a, abs(e.k) * b)
         elif kind is A.Neg:
-            m = bound(e.operand)
-        elif kind in (A.Min, A.Max):
-            (a, b), (c, d) = bound(e.left), bound(e.right)
-            m = (max(a, c), max(b, d))
-        elif kind is A.Cond:
-            bound(e.test)
-            (a, b), (c, d) = bound(e.then), bound(e.other)
-            m = (max(a, c), max(b, d))
+            m = bounded(e, e.operand)
+        elif kind in (A.Min, A.Max, A.Cond):
+            if kind is A.Cond:
+                bound(e.test)
+            x, y = (bound(e.left), bound(e.right)) if kind is not A.Cond else (bound(e.then), bound(e.other))
+            m = None if x is None or y is None else (max(x[0], y[0]), max(x[1], y[1]))
         elif kind is A.Quant:
-            a, b = bound(e.body)
-            k = alphabet_size if e.op == "sum" else 1
-            m = (a * k, b * k)
-        else:  # bools, counts and RASP-L nodes: look inside for count arithmetic
+            if e.op == "sum":
+                a, b = bounded(e, e.body)
+                m = (a * alphabet_size, b * alphabet_size)
+            else:
+                bound(e.body)
+                m = (1, 0)
+        elif kind is A.Tokens:
+            m = (0, codes)
+        elif kind is A.Map:
+            m = map_bound(e.body, {p: bound(a) for p, a in zip(e.params, e.args)}, codes)
+            if m is not None and (m[0] > MAGNITUDE_LIMIT or m[1] > CONSTANT_LIMIT):
+                m = None  # a map computes what it computes (wrapping): only arithmetic on it is refused
+            return m
+        elif kind is A.Aggregate:
+            bound(e.selector)
+            v = bound(e.values)
+            m = None if v is None else (v[0], max(v[1], abs(e.default)))
+            return m
+        else:  # bools, counts, indices, selectors, selector widths: look inside for count arithmetic
             for child in A.children(e):
                 bound(child)
             m = (1, 0)
+        if m is None:
+            return None
         if m[0] > MAGNITUDE_LIMIT:
             raise MagnitudeError(f"this expression can reach {m[0]:,} times the input length: too large for exact "
                             f"64-bit arithmetic on long inputs (the limit is {MAGNITUDE_LIMIT:,} times)", e.span,
@@ -379,3 +409,51 @@ def check_magnitudes(checked: Checked, alphabet_size: int) -> None:
 
     for name in checked.order:
         of_def[name] = bound(checked.signatures[name].definition.expr)
+
+
+def map_bound(f: A.PosExpr, env: dict, codes: int) -> tuple[int, int] | None:
+    """A bound (c, k) with ``|f| <= c * n + k`` for a map's function f whose variables are bounded by
+    ``env`` (None: no bound), or None when there is none of that form: constants and symbols (codes
+    below ``codes``) (0, |v|); ``+``/``-`` add bounds; ``*`` multiplies them while one side is constant
+    (c = 0), else None; ``/`` by a positive constant keeps its left bound, ``%`` is below its divisor;
+    comparisons and logic (0, 1); a conditional the larger branch; a table its largest |value| (a
+    missing key gives 0)."""
+    def go(r):
+        kind = type(r)
+        if kind is A.PInt:
+            return (0, abs(r.value))
+        if kind is A.PBool or kind in (A.PCmp, A.PAnd, A.POr, A.PNot):
+            return (0, 1)
+        if kind is A.PSym:
+            return (0, codes)
+        if kind is A.PVar:
+            return env.get(r.name)
+        if kind is A.PNeg:
+            return go(r.operand)
+        if kind is A.PTable:
+            return (0, max((abs(v) for _, v in r.entries), default=0))
+        if kind is A.PCond:
+            x, y = go(r.then), go(r.other)
+            return None if x is None or y is None else (max(x[0], y[0]), max(x[1], y[1]))
+        if kind is A.PBin:
+            x, y = go(r.left), go(r.right)
+            if r.op == "%":  # Python's modulo by a positive constant (the type checker's rule)
+                return None if y is None else (0, y[1])
+            if x is None or y is None:
+                return None
+            if r.op in ("+", "-"):
+                return (x[0] + y[0], x[1] + y[1])
+            if r.op == "/":
+                return x
+            if x[0] and y[0]:
+                return None  # quadratic in n
+            return (x[0] * y[1] + y[0] * x[1], x[1] * y[1])
+        return None
+
+    return go(f)
+
+
+def _text(e) -> str:
+    from .printer import expr_to_str
+
+    return expr_to_str(e)

@@ -144,6 +144,14 @@ BAD_PROGRAMS = [
     Bad("empty-symbol", 'alphabet a ""\nX = exists "a"\n', 1, 12, "is empty", "without spaces", 2),
     Bad("magnitude-through-reference", 'alphabet a b\nC = 2000000000 * #"a"\nX = C + C + 2000000000 > 0\n', 3, 5,
         "times the input length", "smaller constants"),
+    # a map's value is bounded through its function: 2147483647 * indices is a count expression's
+    # worth; scaling it again wrapped around 2^63 silently (a helper's find)
+    Bad("magnitude-of-a-map", 'alphabet a b\nM = map(x -> x * 2147483647, indices)\nY = 2147483647 * M > 0\n', 3, 5,
+        "times the input length", "smaller constants"),
+    Bad("arithmetic-on-an-unbounded-map", 'alphabet a b\nM = map(x -> x * x, indices)\nY = M + 1 > 0\n', 3, 5,
+        "'M' is a RASP-L value with no bound", "inside the map"),
+    Bad("sum-of-an-unbounded-aggregate", 'alphabet a b\nF[y] = aggregate(select(indices, indices, <=), '
+        'map(x -> x * x, indices), max, 0) if Q[y] else 0\nY = sum(y, F[y]) > 3\n', 3, 5, "no bound", "inside the map"),
 ]
 
 
@@ -487,6 +495,25 @@ def test_magnitude_limit_boundaries(tmp_path, capsys):
         with pytest.raises(rasp.RaspError, match="times the input length") as e:
             rasp.parse(text)
         assert (e.value.line, e.value.column) == where, text
+
+
+def test_map_values_keep_exact_arithmetic():
+    """What stays allowed: comparing an unbounded map value, choosing between such values, and
+    arithmetic on a map whose function is linear in its bounded arguments (tokens, indices, tables,
+    modulo, division); the values agree with the oracle (Python integers)."""
+    from naive import naive_values
+
+    for text in ['alphabet a b\nM = map(x -> x * x, indices)\nY = M > 3 || max(M, 2) == 2\n',
+                 'alphabet a b\nM = map(x -> 1000 * x + 7, indices)\nY = 3 * M - #"a" > 5000\n',
+                 'alphabet a b\nM = seqmap((x, y) -> (x * y) % 5 + {0: 9, 1: -4}[y], indices, tokens)\n'
+                 'Y = 2 * M + #"b" > 4\n',
+                 'alphabet a b\nM = map(x -> x / 3 + x * 3, aggregate(select(tokens, tokens, ==), indices, max, 7))\n'
+                 'Y = 5 * M < #"b" + 20\n']:
+        p = rasp.parse(text)
+        toks = ["a", "b", "b", "a", "b", "a", "a"]
+        want = naive_values(p.core, toks)
+        got = p.evaluate([toks])
+        assert all(list(np.asarray(got[k])[0]) == want[k] for k in want), text
 
 
 def test_caret_lines_up_under_tabs(tmp_path, capsys):
