@@ -50,9 +50,10 @@ class RegularTable:
 def _tables(rel: A.PosExpr, T: int, M: int) -> tuple[np.ndarray, np.ndarray]:
     ri = np.arange(M)
     base = ri + M * ((T + M) // M + 1)  # representatives of each residue, larger than any d < T
-    local = np.zeros((M, T), dtype=bool)
-    for d in range(T):
-        local[:, d] = np.broadcast_to(eval_relation(rel, base, base - d), (M,))
+    # every offset at once (M x T <= TABLE_CAP cells): an offset at a time took seconds for a window
+    # of 300,000 (i - j <= 300000) before BRANCH_CAP refused it
+    d = np.arange(T, dtype=np.int64)[None, :]
+    local = np.broadcast_to(eval_relation(rel, base[:, None], base[:, None] - d), (M, T)).astype(bool)
     return local, far_table(rel, GuardForm(T, M))
 
 
