@@ -301,7 +301,7 @@ class CompiledModel:
             # and the same model must give the same file
             meta = json.dumps({"format": FORMAT, "shapes": {k: [int(x) for x in shape]
                                                             for k, (shape, _, _) in sorted(weights.items())},
-                               "config_sha256": config_digest(self.config)})
+                               "config_sha256": config_digest(self.config), "config_bound": list(CONFIG_BOUND)})
             # serialized here and written by Python: an unwritable path is then an OSError, and the file
             # gets the usual permissions (safetensors' own writer makes it readable by its owner only)
             blob = save(tensors, metadata={"format": meta})
@@ -351,8 +351,8 @@ def load(directory: str | Path) -> CompiledModel:
                             hint="write the model with: rasp compile PROGRAM -o DIR")
     try:
         config = json.loads(cfg_file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RaspError(f"{cfg_file}: not readable JSON ({exc})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # (nested 10^5 deep)
+        raise RaspError(f"{cfg_file}: not readable JSON ({type(exc).__name__ if isinstance(exc, RecursionError) else exc})") from None
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise RaspError(f"{cfg_file}: not a compiled rasp model (format {config.get('format') if isinstance(config, dict) else None!r})",
                         hint="write one with: rasp compile PROGRAM -o DIR")
@@ -422,36 +422,51 @@ def load(directory: str | Path) -> CompiledModel:
             raise RaspError(f"{w_file}: tensor {k} has non-finite values")
         weights[k] = (shape, idx, vals)
     tensors = weights
-    # recomputed, not read: config.json is not covered by the weights' hash, and older files lack it
-    arrays = {k: (shape, idx.numpy(), vals.numpy()) for k, (shape, idx, vals) in tensors.items()}
-    config["exact_dtypes"] = exact_dtypes(arrays)
-    config["exact_sum_positions"] = exact_sum_positions(arrays, arch)
-    module = CompiledTransformer(arch, tensors)
-    model = CompiledModel(config, module)
+    bound = saved.get("config_bound", list(CONFIG_BOUND_BEFORE))
+    if not (isinstance(bound, list) and all(isinstance(k, str) for k in bound) and set(CONFIG_BOUND_BEFORE) <= set(bound)):
+        raise RaspError(f"{w_file}: the weights file's record of the configuration is malformed",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR")
+    edited = saved["config_sha256"] != config_digest(config, tuple(bound))
     try:
-        model.program  # noqa: B018 - parse the source now so that a broken config fails here
-    except RaspError as exc:
-        raise RaspError(f"{cfg_file}: the stored program does not parse: {exc.message}") from None
-    if tuple(model.program.symbols) != model.symbols:
-        raise RaspError(f"{cfg_file}: the stored program's symbols do not match the model's")
-    if model.program.output_kind != model.kind:
-        raise RaspError(f"{cfg_file}: output kind {model.kind!r}, but the stored program outputs "
-                        f"{model.program.output_kind!r}")
+        # recomputed, not read: config.json is not covered by the weights' hash, and older files lack it
+        arrays = {k: (shape, idx.numpy(), vals.numpy()) for k, (shape, idx, vals) in tensors.items()}
+        config["exact_dtypes"] = exact_dtypes(arrays)
+        config["exact_sum_positions"] = exact_sum_positions(arrays, arch)
+        module = CompiledTransformer(arch, tensors)
+        model = CompiledModel(config, module)
+        try:
+            model.program  # noqa: B018 - parse the source now so that a broken config fails here
+        except RaspError as exc:
+            raise RaspError(f"{cfg_file}: the stored program does not parse: {exc.message}") from None
+        if tuple(model.program.symbols) != model.symbols:
+            raise RaspError(f"{cfg_file}: the stored program's symbols do not match the model's")
+        if model.program.output_kind != model.kind:
+            raise RaspError(f"{cfg_file}: output kind {model.kind!r}, but the stored program outputs "
+                            f"{model.program.output_kind!r}")
+    except RaspError:
+        raise
+    except Exception:  # noqa: BLE001 - an edited architecture can fail anywhere in these reads
+        if not edited:
+            raise
     # last, so that the checks above name what is wrong; this one catches consistent edits they cannot
-    if saved["config_sha256"] != config_digest(config):
+    # (and edits that broke the reads above)
+    if edited:
         raise RaspError(f"{cfg_file}: config.json was changed after the weights were saved (its architecture, "
-                        "symbols, program, output or residual labels differ from the ones the weights were built for)",
-                        hint="keep a model's two files together, as rasp compile -o wrote them")
+                        "symbols, program, output, residual labels or RASP-L bound differ from the ones the weights "
+                        "were built for)", hint="keep a model's two files together, as rasp compile -o wrote them")
     return model
 
 
-#: the parts of config.json that decide what the weights compute: their digest is stored with the
-#: weights, so an edited config.json (reordered symbols, another program or head offset) is refused
-CONFIG_BOUND = ("architecture", "symbols", "program", "output", "residual")
+#: the parts of config.json that decide what the weights compute or claim: their digest is stored
+#: with the weights (with these names), so an edited config.json (reordered symbols, another program
+#: or head offset, a RASP-L model's bound) is refused
+CONFIG_BOUND = ("architecture", "symbols", "program", "output", "residual", "raspl")
+#: what files written before the names were stored bound (``raspl`` is then checked by its form only)
+CONFIG_BOUND_BEFORE = ("architecture", "symbols", "program", "output", "residual")
 
 
-def config_digest(config: dict) -> str:
-    return hashlib.sha256(json.dumps({k: config.get(k) for k in CONFIG_BOUND}, sort_keys=True).encode()).hexdigest()
+def config_digest(config: dict, keys: tuple[str, ...] = CONFIG_BOUND) -> str:
+    return hashlib.sha256(json.dumps({k: config.get(k) for k in keys}, sort_keys=True).encode()).hexdigest()
 
 
 def _saved_meta(meta: str) -> dict | None:
@@ -497,4 +512,16 @@ def _config_problem(config: dict) -> str | None:
     res = config.get("residual")
     if not isinstance(res, list) or not all(isinstance(r, dict) and isinstance(r.get("label"), str) for r in res):
         return "'residual' is not a list of labelled dimensions"
+    raspl = config.get("raspl")
+    if raspl is not None:
+        from rasp.raspl import MAX_BOUNDED_LENGTH
+
+        n = raspl.get("max_length") if isinstance(raspl, dict) else None
+        bounded = isinstance(raspl, dict) and raspl.get("lowered") == "bounded"
+        if (not isinstance(raspl, dict) or raspl.get("lowered") not in ("exact", "bounded")
+                or not isinstance(raspl.get("lowered_source"), (str, type(None)))
+                or (bounded and not (type(n) is int and 1 <= n <= MAX_BOUNDED_LENGTH))
+                or (not bounded and n is not None)):
+            return ("'raspl' is not {\"lowered\": \"exact\" or \"bounded\", \"max_length\": null or 1 to "
+                    f"{MAX_BOUNDED_LENGTH} (bounded), \"lowered_source\": text}}")
     return None

@@ -546,6 +546,43 @@ def test_consistent_config_edits_are_refused(tmp_path):
     assert compiler.load(path).run("b a b") is True is program.run("b a b")
 
 
+def test_edited_raspl_bounds_and_broken_architectures_are_refused(tmp_path):
+    """A bounded RASP-L model's ``raspl`` record is bound to its weights (an edited max_length made
+    rasp verify run it past its bound and report it wrong; a string there was an internal error);
+    an architecture field deleted is refused as an edit, not a KeyError from the reads that use it;
+    JSON nested 10^5 deep is unreadable JSON, not a RecursionError. Every one is a RaspError."""
+    from compiler.bounded import compile_raspl
+
+    prog = rasp.parse('alphabet a b\nok = aggregate(select(indices, indices, ==), tokens, max, 0) == '
+                      'aggregate(select(indices, map(x -> x / 2, indices), ==), tokens, max, 0)\n')
+    path = compile_raspl(prog, max_length=12).save(tmp_path / "m")
+    good = json.loads((path / "config.json").read_text())
+    assert good["raspl"]["lowered"] == "bounded" and good["raspl"]["max_length"] == 12
+
+    def edited(change):
+        cfg = json.loads(json.dumps(good))
+        change(cfg)
+        (path / "config.json").write_text(json.dumps(cfg))
+
+    for change, what in [
+            (lambda c: c["raspl"].update(max_length=10 ** 6), "'raspl' is not"),
+            (lambda c: c["raspl"].update(max_length=100), "config.json was changed"),
+            (lambda c: c["raspl"].update(max_length="abc"), "'raspl' is not"),
+            (lambda c: c.update(raspl="x"), "'raspl' is not"),
+            (lambda c: c.update(raspl=None), "config.json was changed"),
+            (lambda c: c["raspl"].update(lowered="exact", max_length=None), "config.json was changed"),
+            (lambda c: c["architecture"]["layers"][0]["heads"][0].pop("kind"), "config.json was changed")]:
+        edited(change)
+        with pytest.raises(rasp.RaspError, match=what):
+            compiler.load(path)
+    (path / "config.json").write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(rasp.RaspError, match="not readable JSON"):
+        compiler.load(path)
+    edited(lambda c: None)
+    loaded = compiler.load(path)
+    assert [loaded.run(x) for x in ("a b a a", "a b b b", "b a b")] == [prog.run(x) for x in ("a b a a", "a b b b", "b a b")]
+
+
 def test_weights_without_a_config_digest_are_refused(tmp_path):
     """A weights file whose metadata lacks the config digest (shapes only) is refused, even when
     everything else is consistent: with it missing, an edited config.json would load unchecked."""

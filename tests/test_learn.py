@@ -310,6 +310,18 @@ def test_cli_report_refuses_a_damaged_result_with_no_train(tmp_path, capsys):
     assert R._result_problem(good, "UR") is None
     assert "differ in length" in R._result_problem(dict(good, mean_acc=[1.0, 0.5]), "UR")
     assert "'time_s'" in R._result_problem({k: v for k, v in good.items() if k != "time_s"}, "UR")
+    # the types the report prints: each of these was an internal error in the table or the plot
+    for bad, word in ((dict(good, mean_acc=["x"]), "accuracy"), (dict(good, mean_acc=[float("nan")]), "accuracy"),
+                      (dict(good, bin_labels=[1]), "bin label"), (dict(good, config={"positional": 5}), "positional"),
+                      (dict(good, bins=[[1]]), "bin"), (dict(good, n_seeds="1"), "n_seeds")):
+        assert word in R._result_problem(bad, "UR")
+        (tmp_path / "UR.json").write_text(json.dumps(bad))
+        assert main(["report", "UR", "--no-train", "--out", str(tmp_path), "--json"]) == 2
+        out, err = capsys.readouterr()
+        assert "internal error" not in out + err and json.loads(out)["error"]["message"], out
+    (tmp_path / "UR.json").write_text("[" * 100000 + "]" * 100000)
+    assert main(["report", "UR", "--no-train", "--out", str(tmp_path)]) == 2
+    assert "not readable as JSON" in capsys.readouterr().err
 
 
 def test_cli_report_no_train_refuses_results_with_different_bins(tmp_path, capsys):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import math
 import multiprocessing
 import os
 from pathlib import Path
@@ -121,8 +122,8 @@ def _read_result(path: Path, name: str, *, must: bool) -> dict | None:
     try:
         r = json.loads(path.read_text())
         problem = _result_problem(r, name)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        problem = f"not readable as JSON ({exc})"
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # (JSON nested 10^5 deep)
+        problem = f"not readable as JSON ({type(exc).__name__ if isinstance(exc, RecursionError) else exc})"
     if problem is None:
         return r
     if must:
@@ -150,7 +151,23 @@ def _result_problem(r, name: str) -> str | None:
     if not all(isinstance(x, dict) and "steps" in x for x in r["seeds"]):
         return "a seed without its steps"
     missing = [k for k in ("n_successful", "n_seeds", "all_failed", "time_s") if k not in r]
-    return f"no {missing[0]!r}" if missing else None
+    if missing:
+        return f"no {missing[0]!r}"
+    # the types the report prints and plots (a hand-edited file once failed deep inside them)
+    from ..learn.model import POSITIONAL  # (imports torch: not at the CLI's start)
+
+    if r["config"]["positional"] not in POSITIONAL:
+        return f"positional encoding {r['config']['positional']!r} is not one of {', '.join(POSITIONAL)}"
+    if not all(isinstance(b, list) and len(b) == 2 and all(type(x) is int for x in b) for b in r["bins"]):
+        return "a bin that is not [low, high]"
+    if not all(isinstance(x, str) for x in r["bin_labels"]):
+        return "a bin label that is not text"
+    if not all(a is None or (type(a) in (int, float) and math.isfinite(a)) for a in r["mean_acc"]):
+        return "an accuracy that is not a finite number or null"
+    if not (type(r["n_successful"]) is int and type(r["n_seeds"]) is int and type(r["all_failed"]) is bool
+            and type(r["time_s"]) in (int, float)):
+        return "n_successful, n_seeds, all_failed or time_s of the wrong type"
+    return None
 
 
 def _train_in_worker(name: str, cfg, preset: str, args: argparse.Namespace, out: str) -> dict:
