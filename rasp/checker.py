@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ast as A
-from .errors import RaspError, Span
+from .errors import RaspError, Span, source_lines
 from .guards import NotRegular, analyze_relation, periodic_residues
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
@@ -516,7 +516,7 @@ def rewritten_program(program: Program) -> Program:
 
 # ---------------------------------------------------------------------------- text rendering
 def _caret(source: str | None, span: Span | None, indent: str = "    ") -> list[str]:
-    lines = (source or "").splitlines()
+    lines = source_lines(source)
     if span is None or not 1 <= span.line <= len(lines):
         return []
     text = lines[span.line - 1]
@@ -575,7 +575,7 @@ def _wrap(text: str, indent: str = "  ") -> str:
 
 def _explain(v: Verdict) -> list[str]:
     out = []
-    lines = (v.source or "").splitlines()
+    lines = source_lines(v.source)
     facts = sorted(v.evidence.items(), key=lambda kv: (kv[0].split()[0], int(kv[0].split()[1])))
     for key, fact in facts:
         kind, n = key.split()

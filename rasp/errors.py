@@ -21,6 +21,29 @@ class Span:
         return f"Span({self.line}:{self.column})"
 
 
+def source_lines(source: str | None) -> list[str]:
+    """The lines of a text as spans number them: split at ``\n`` only (``str.splitlines`` also splits
+    at form feeds, U+2028 and others, and the excerpt under a message was then another line), a
+    CRLF line without its ``\r``."""
+    return [line[:-1] if line.endswith("\r") else line for line in (source or "").split("\n")]
+
+
+#: the most characters of a line shown on each side of an error's place (a token at column 600,001
+#: of an input line once printed the whole line and as much caret padding)
+EXCERPT_CONTEXT = 60
+
+
+def _excerpt(text: str, start: int, width: int) -> tuple[str, int, int]:
+    """(the part of a long line around columns start .. start + width, the place in it, its width)."""
+    width = min(width, 2 * EXCERPT_CONTEXT)
+    lo = max(start - EXCERPT_CONTEXT, 0)
+    hi = min(start + width + EXCERPT_CONTEXT, len(text))
+    if lo == 0 and hi == len(text):
+        return text, start, width
+    left = "..." if lo > 0 else ""
+    return left + text[lo:hi] + ("..." if hi < len(text) else ""), start - lo + len(left), width
+
+
 class RaspError(Exception):
     """A user error with a location. ``source`` and ``filename`` are filled in by whoever knows them."""
 
@@ -69,15 +92,16 @@ class RaspError(Exception):
             out = [f"{name}: error: {self.message}"]
         else:
             out = [f"{name}:{self.span.line}:{self.span.column}: error: {self.message}"]
-            lines = (self.source or "").splitlines()
+            lines = source_lines(self.source)
             if 1 <= self.span.line <= len(lines):
                 text = lines[self.span.line - 1]
-                out.append(f"  {text}")
                 start = max(self.span.column - 1, 0)
                 if self.span.end_line == self.span.line:
                     width = max(self.span.end_column - self.span.column, 1)
                 else:
                     width = max(len(text) - start, 1)
+                text, start, width = _excerpt(text, start, width)
+                out.append(f"  {text}")
                 # the caret line copies the line's tabs, so that it lines up however wide a tab shows
                 pad = "".join(c if c == "\t" else " " for c in text[:start]) + " " * max(start - len(text), 0)
                 out.append("  " + pad + "^" * width)

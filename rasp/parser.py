@@ -20,7 +20,7 @@ from lark.exceptions import (
 )
 
 from . import ast as A
-from .errors import RaspError, Span
+from .errors import RaspError, Span, source_lines
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 
@@ -491,7 +491,7 @@ _CHAR_HINTS = {
 
 
 def _error_from_lark(exc: UnexpectedInput, text: str) -> RaspError:
-    lines = text.splitlines()
+    lines = source_lines(text)
     line = getattr(exc, "line", 1) or 1
     col = getattr(exc, "column", 1) or 1
     line_text = lines[line - 1] if 0 < line <= len(lines) else ""

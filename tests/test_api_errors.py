@@ -154,6 +154,8 @@ def test_alphabet_option_values_and_undeclared_alphabets():
 
     assert parse_alphabet_option(str(len(STANDARD_SYMBOLS))) == STANDARD_SYMBOLS
     assert parse_alphabet_option("1") == ("a",)
+    assert parse_alphabet_option("\u0663") == ("\u0663",)  # an Arabic-Indic 3 is a symbol, not "3 symbols"
+    assert parse_alphabet_option("\uff10,x") == ("\uff10", "x")
     for text in (str(len(STANDARD_SYMBOLS) + 1), "0", "-3"):
         with pytest.raises(RaspError, match=f"--alphabet {int(text)}: choose 1..{len(STANDARD_SYMBOLS)} symbols"):
             parse_alphabet_option(text)

@@ -311,6 +311,10 @@ def test_cli_run_many_stdin_lines_and_bad_bytes(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", raw)
     assert cli(["run", dyck]) == 2
     assert "<stdin>:2:3: error: standard input is not UTF-8 text (byte 0xff)" in capsys.readouterr().err
+    # a byte-order mark before the first line is not a token (program files drop theirs too)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbf( )\n"), encoding="utf-8"))
+    assert cli(["run", dyck]) == 0
+    assert capsys.readouterr().out.split() == ["(", ")", "accept"]
     # a CRLF stdin: each line is one input (the bytes are read as they are)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"( )\r\n( (\r\n"), encoding="utf-8"))
     assert cli(["run", dyck]) == 0
@@ -429,3 +433,7 @@ def test_cli_tasks_sample_refuses_a_length_that_cannot_fit(capsys, monkeypatch):
     capsys.readouterr()
     assert cli(["tasks", "sample", "UR", "--length", "1000"]) == 0
     assert len(capsys.readouterr().out.split()) == 1000
+    # past 2^63 numpy cannot even draw the lengths (it was an internal error)
+    for length in ("99999999999999999999", "5-99999999999999999999"):
+        assert cli(["tasks", "sample", "UR", "--length", length, "--json"]) == 2
+        assert "99,999,999,999,999,999,999 tokens" in json.loads(capsys.readouterr().out)["error"]["message"]

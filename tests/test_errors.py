@@ -3,6 +3,7 @@ source line, a caret under the problem, a hint, and exit code 2; bad inputs are 
 input; anything unexpected is an internal error with exit code 1 and never a traceback."""
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
@@ -514,6 +515,25 @@ def test_map_values_keep_exact_arithmetic():
         want = naive_values(p.core, toks)
         got = p.evaluate([toks])
         assert all(list(np.asarray(got[k])[0]) == want[k] for k in want), text
+
+
+def test_excerpt_is_the_numbered_line_and_a_window_of_a_long_one(tmp_path, capsys, monkeypatch):
+    """Lines are numbered at ``\\n`` only: a form feed or U+2028 inside a line once made the excerpt
+    another line (``str.splitlines`` splits at them). A place deep in a long line shows a window of
+    it (an input of 600,000 characters printed itself and as much caret padding)."""
+    f = tmp_path / "ff.rasp"
+    f.write_text('alphabet a b\n// note\x0cpage break\nM = #"a" > N\n')
+    assert main(["run", str(f), "a"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(f"{f}:3:12:") and lines[1] == '  M = #"a" > N' and lines[2] == "  " + " " * 11 + "^"
+    assert main(["run", DYCK, "(\u2028)", "x"]) == 2
+    lines = capsys.readouterr().err.split("\n")
+    assert lines[0].startswith("<argv>:1:5:") and lines[1] == "  (\u2028) x" and lines[2] == "      ^"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("( " * 300000 + "x )\n"))
+    assert main(["run", DYCK]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("<stdin>:1:600001:") and len(lines[1]) < 200 and len(lines[2]) < 200
+    assert lines[1][len(lines[2]) - 1] == "x" and lines[1].startswith("  ...") and lines[1].endswith(" )")
 
 
 def test_caret_lines_up_under_tabs(tmp_path, capsys):

@@ -55,6 +55,8 @@ def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[i
         return
     for n, line in _stdin_lines():
         line = line.rstrip("\r\n")  # the bytes are read as they are: a CRLF file's lines end in \r\n
+        if n == 1:
+            line = line.removeprefix("\ufeff")  # a byte-order mark (program files drop theirs too)
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         toks, cols = token_columns(line)
