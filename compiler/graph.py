@@ -163,6 +163,19 @@ def check_class(core: A.CoreProgram, walk: bool = True) -> None:
 
 
 # ----------------------------------------------------------------------------- builder
+#: the most definitions :meth:`_Builder.def_form` works out one inside the other before it starts
+#: the innermost one afresh (:meth:`_Builder.form_of`)
+DEF_DEPTH = 48
+
+
+class _Deeper(Exception):
+    """Raised by :meth:`_Builder.def_form` at :data:`DEF_DEPTH`: work out definition ``name`` first."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
 class _Builder:
     def __init__(self, core: A.CoreProgram) -> None:
         self.core = core
@@ -194,6 +207,7 @@ class _Builder:
         self._start_path = (1, frozenset((k, 0) for k in range(len(self.symbols))))
         self._path_tokens: dict = {}
         self._masks: dict = {}  # periodic literal -> (period, residue bits)
+        self.def_depth = 0  # definitions being worked out, one inside the other (see form_of)
         self._node("bos", ("bos",), "bos", {}, ())
         self._node("real", ("real",), "real", {}, ())
 
@@ -342,14 +356,33 @@ class _Builder:
     # ---------------------------------------------------------------- bools
     def def_form(self, name: str) -> Form:
         if name not in self.def_forms:
+            if self.def_depth >= DEF_DEPTH:
+                raise _Deeper(name)
             d = self.defs[name]
             saved, self.origin = self.origin, name
+            self.def_depth += 1
             try:
                 f = self.bool_expr(d.expr)
             finally:
                 self.origin = saved
+                self.def_depth -= 1
             self.def_forms[name] = f
             self.form_names.setdefault(f, name)
+        return self.def_forms[name]
+
+    def form_of(self, name: str) -> Form:
+        """:meth:`def_form` from the top: a definition met :data:`DEF_DEPTH` references down is worked
+        out first, from here, and the one that met it again (its work so far is found in the caches
+        and the hash-consed nodes), so that a chain of definitions ``D_k = D_(k-1) && ...`` costs the
+        stack of DEF_DEPTH of them, not of all (200 overflowed Python's recursion limit)."""
+        pending = [name]
+        while pending:
+            try:
+                self.def_form(pending[-1])
+            except _Deeper as deeper:
+                pending.append(deeper.name)
+            else:
+                pending.pop()
         return self.def_forms[name]
 
     def is_bool(self, e) -> bool:
@@ -932,7 +965,7 @@ def build_graph(core: A.CoreProgram, normal: bool = False) -> Graph:
     outputs = []
     for name in core.output.names:
         b.origin = name
-        lit = b.materialize(b.def_form(name))
+        lit = b.materialize(b.form_of(name))
         outputs.append((name, lit))
     definitions = {}
     for d in core.defs:

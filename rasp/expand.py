@@ -32,18 +32,15 @@ _SYMBOL_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": oper
 STANDARD_SYMBOLS = tuple("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
-#: a symbol written bare in an instance name: no comma, bracket, quote or space to confuse
-_BARE_SYMBOL = re.compile(r'[^\s,\[\]"]+')
-
-
 def instance_key(name: str, symbols: tuple[str, ...]) -> str:
     """The core name of a family instance: ``P[a,b]``; plain definitions keep their name. A symbol
-    with a comma, bracket, quote or space is written as a JSON string (``P[a,"b,c"]``), so that two
+    with a comma (or starting with a quote) is written as a JSON string (``P[a,"b,c"]``), so that two
     instances never share a name (``P["a","b,c"]`` and ``P["a,b","c"]`` would both be ``P[a,b,c]``,
-    and one definition would overwrite the other)."""
+    and one definition would overwrite the other); brackets need nothing (``P[[]``: the name is an
+    identifier, the outer brackets are its first ``[`` and the last character)."""
     if not symbols:
         return name
-    return f"{name}[{','.join(s if _BARE_SYMBOL.fullmatch(s) else json.dumps(s, ensure_ascii=False) for s in symbols)}]"
+    return f"{name}[{','.join(json.dumps(s, ensure_ascii=False) if ',' in s or s.startswith(chr(34)) else s for s in symbols)}]"
 
 
 def parse_alphabet_option(text: str) -> tuple[str, ...]:

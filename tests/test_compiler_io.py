@@ -257,6 +257,22 @@ def test_too_deep_programs_are_user_errors(monkeypatch):
             compiler.compile(rasp.load(DYCK))
 
 
+def test_a_long_chain_of_definitions_compiles():
+    """``D_k = D_(k-1) && (...)`` 300 times: the graph pass worked the chain out one definition inside
+    the other and passed Python's recursion limit at about 170 ("nests too deeply" for a program
+    already split into definitions); it now starts afresh every DEF_DEPTH definitions."""
+    from compiler.graph import DEF_DEPTH
+
+    lines = ["alphabet a b", 'D0 = "a"']
+    lines += [f'D{k} = D{k - 1} {"&&" if k % 2 else "||"} (#"a" > #"b" + {k % 7 - 3})' for k in range(1, 300)]
+    program = rasp.parse("\n".join(lines))
+    assert 300 > 5 * DEF_DEPTH
+    m = compiler.compile(program)
+    rng = np.random.default_rng(0)
+    inputs = [list(rng.choice(["a", "b"], size=n)) for n in (1, 2, 5, 9, 30, 30, 100)]
+    assert [m.run(x) for x in inputs] == [program.run(x) for x in inputs]
+
+
 def test_cli_compile_to_unwritable_places(tmp_path, capsys):
     import os
 

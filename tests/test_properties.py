@@ -144,6 +144,7 @@ def test_instance_names_are_unique_whatever_the_symbols():
     head = 'alphabet a "b,c" "a,b" "x]" "[y" d e c\nP[x, y] = exists Q[x] && !exists Q[y]\n'
     names = [d.name for d in rasp.parse(head + 'R = true').core.defs]
     assert len(names) == len(set(names)) == 65 and 'P[a,"b,c"]' in names and 'P["a,b",c]' in names
+    assert 'P[x],[y]' in names  # brackets need no quotes: the name's own are its first [ and last ]
     for first, second, want in [("a", "b,c", True), ("a,b", "c", False)]:
         p = rasp.parse(head + f'R = P["{first}", "{second}"]')
         assert rasp.run(p, ["a"]) is want and rasp.run(p, ["a", "b,c"]) is False
