@@ -480,6 +480,8 @@ class CompiledTransformer(nn.Module):
         prompt_bools: list = [None] * B
         # prefill in groups of similar length (padding a short prompt to a long one wastes memory)
         lasts, states, order = [], [], []
+        # the last position generation can reach: every group's caches are sized by it, so they join
+        last_t = max((len(s) + n for s, n in zip(seqs, limits)), default=0)
         for group in length_groups([len(s) for s in seqs]):
             n = max(len(seqs[r]) for r in group)
             ids = torch.zeros((len(group), n), dtype=torch.long, device=self.device)
@@ -494,7 +496,7 @@ class CompiledTransformer(nn.Module):
                 bools = self.readout_bools(x).cpu().numpy()
                 for k, r in enumerate(group):
                     prompt_bools[r] = bools[k, : len(seqs[r])]
-            states.append(self._prefill_state(collect, lengths))
+            states.append(self._prefill_state(collect, lengths, last_t))
             order += group
             del x, collect
         inv = torch.empty(B, dtype=torch.long, device=self.device)
@@ -521,14 +523,20 @@ class CompiledTransformer(nn.Module):
                 toks.append(tok)
             if not keep:
                 break
-            sel = torch.as_tensor(keep, device=self.device)
-            state = [None if s is None else {k2: v[sel] for k2, v in s.items()} for s in state]
-            active = [active[k] for k in keep]
-            t = t[sel] + 1
+            if len(keep) < len(active):  # rows that stopped leave the caches (a copy: only then)
+                sel = torch.as_tensor(keep, device=self.device)
+                state = [None if s is None else {k2: v[sel] for k2, v in s.items()} for s in state]
+                active = [active[k] for k in keep]
+                t = t[sel]
+            t = t + 1
             last = self._step(state, torch.as_tensor(toks, device=self.device), t)
         return generated, prompt_bools
 
-    def _prefill_state(self, collect: list, lengths: torch.Tensor) -> list:
+    def _prefill_state(self, collect: list, lengths: torch.Tensor, last_t: int) -> list:
+        """Each layer's cache after the prompt: a uniform head's running sum, and for the local heads
+        a ring of the last W values (position p in slot p mod W) with the value at BOS. W is the
+        largest offset, or ``last_t`` + 1 when that is smaller (an offset beyond every position that
+        generation reaches reads BOS: #[j == i - 2000000000] once made a buffer of 2*10^9 rows)."""
         state = []
         B = len(lengths)
         rows = torch.arange(B, device=self.device)
@@ -541,11 +549,14 @@ class CompiledTransformer(nn.Module):
                 cs = v[:, sub.uniform_ix].to(torch.float64).cumsum(dim=2)
                 s["sum"] = cs[rows, :, lengths]  # sum over t' = 0..length: (B, n_uniform)
             if sub.local:
-                D = max(sub.local_offsets)
-                # buf[:, k] = value at t - k (k = 0..D-1), clamped to BOS for t - k <= 0
-                pos = (lengths[:, None] - torch.arange(D, device=self.device)[None, :]).clamp_min(0)
+                W = min(max(sub.local_offsets), last_t + 1)
                 vl = v[:, sub.local].transpose(1, 2)  # (B, T, n_local)
-                s["buf"] = vl[rows[:, None], pos]  # (B, D, n_local)
+                # the prompt's last W positions p (those <= 0 read BOS, never the ring; when there are
+                # such, every real p < W and has a slot of its own)
+                p = (lengths[:, None] - torch.arange(W, device=self.device)[None, :]).clamp_min(0)
+                ring = torch.zeros((B, W, len(sub.local)), dtype=v.dtype, device=self.device)
+                ring[rows[:, None], p.remainder(W)] = vl[rows[:, None], p]
+                s["ring"], s["bos"] = ring, vl[:, 0]
             state.append(s)
         return state
 
@@ -561,10 +572,16 @@ class CompiledTransformer(nn.Module):
                     s["sum"] = s["sum"] + v[:, sub.uniform_ix].to(torch.float64)
                     parts[:, sub.uniform_ix] = (s["sum"] / (t.to(torch.float64) + 1)[:, None]).to(x.dtype)
                 if sub.local:
-                    # before the push buf[:, k] holds the value at (t - 1) - k, so t - d is buf[d - 1]
+                    # the ring holds positions t - W .. t - 1 (those > 0), slot p mod W; every offset
+                    # d > W reaches no position > 0 by the last t (see _prefill_state)
+                    ring = s["ring"]
+                    W = ring.shape[1]
+                    rows = torch.arange(len(t), device=t.device)
                     for j, d in enumerate(sub.local_offsets):
-                        parts[:, sub.local[j]] = s["buf"][:, d - 1, j]
-                    s["buf"] = torch.cat([v[:, sub.local][:, None], s["buf"][:, :-1]], dim=1)
+                        src = t - d
+                        got = ring[rows, src.remainder(W), j]
+                        parts[:, sub.local[j]] = torch.where(src <= 0, s["bos"][:, j], got)
+                    ring[rows, t.remainder(W)] = v[:, sub.local]
                 x = a.W_O.add_apply(x, parts[:, :, None])
             x = self.sign(sub, x)
             x = self.mlp(sub, x)

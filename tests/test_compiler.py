@@ -169,6 +169,36 @@ def test_prefill_prompt_outputs_equal_the_forward(path):
             assert g.shape == w.shape and np.array_equal(g, w), (dtype, backend)
 
 
+@pytest.mark.parametrize("far", [None, 2000000000])
+def test_cached_local_heads_keep_a_ring_of_the_last_offsets(far):
+    """The local heads' cache is a ring of W = min(largest offset, last position + 1) values: offsets
+    up to 9 wrap around it several times over 40 tokens, and an offset of 2*10^9 (which once made a
+    buffer of 2*10^9 rows, 16 GB) reads BOS at every position; each cached step's residual is the
+    dense forward's, and generation gives the interpreter's tokens."""
+    extra = f' && #[j == i - {far}] "a" == 0' if far else ""
+    p = rasp.parse('alphabet a b c\nL[x] = exists[j == i - 1] Q[x] && exists[j == i - 2] "b" || '
+                   f'exists[j == i - 5] Q[x] && !exists[j == i - 9] "a"{extra}\n'
+                   'N[x] = L[x] && #"a" + #[j == i - 3] "c" <= #"b" + 20\noutput generate N')
+    model = compiler.compile(p)
+    m = model.model("cpu", "float64")
+    rng = np.random.default_rng(4)
+    tokens = [str(s) for s in rng.choice(list(model.symbols), size=40)]
+    ids = torch.as_tensor([model.encode(tokens)])
+    with torch.no_grad():
+        dense = m.residual_fm(ids, "dense")
+        for start in (1, 4, 12):
+            collect: list = []
+            m.residual_fm(ids[:, :start], "scan", collect)
+            state = m._prefill_state(collect, torch.as_tensor([start]), ids.shape[1])
+            rings = [s["ring"].shape[1] for s in state if s is not None and "ring" in s]
+            assert rings and max(rings) == (9 if far is None else ids.shape[1] + 1)
+            for t in range(start + 1, ids.shape[1] + 1):
+                x = m._step(state, ids[:, t - 1], torch.as_tensor([t]))
+                np.testing.assert_allclose(x[0, :, 0].numpy(), dense[0, :, t].numpy(), rtol=0, atol=1e-12)
+    prompts = [tokens[:n] for n in (1, 2, 7, 15)]
+    assert model.run_batch(prompts, max_new=12) == [p.run(x, max_new=12) for x in prompts]
+
+
 @pytest.mark.parametrize("path", GENERATORS, ids=lambda p: p.name)
 def test_cached_steps_compute_the_dense_residual(path):
     """The key/value cache is a fast path too: prefill a prompt of 1 to 3 tokens, then feed the rest of
@@ -187,7 +217,7 @@ def test_cached_steps_compute_the_dense_residual(path):
         for start in (1, 2, 3):
             collect: list = []
             m.residual_fm(ids[:, :start], "scan", collect)
-            state = m._prefill_state(collect, torch.as_tensor([start]))
+            state = m._prefill_state(collect, torch.as_tensor([start]), ids.shape[1])
             for t in range(start + 1, ids.shape[1] + 1):
                 x = m._step(state, ids[:, t - 1], torch.as_tensor([t]))
                 np.testing.assert_allclose(x[0, :, 0].numpy(), dense[0, :, t].numpy(), rtol=0, atol=1e-12)
