@@ -18,6 +18,7 @@ import gc
 import hashlib
 import json
 import time
+import warnings
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -262,11 +263,27 @@ class CompiledModel:
         if len(inputs) == 0:
             return []
         kind = self.kind
+        bound = (self.config.get("raspl") or {}).get("max_length")  # a bounded RASP-L model's N
+        if bound is not None and max(len(self.encode(t)) for t in inputs) > bound:
+            warnings.warn(f"an input is longer than this bounded model's {bound} tokens: its output there is not "
+                          "the program's (rasp verify shows where it differs)", RuntimeWarning, stacklevel=2)
         if kind == "generate":
             seqs = [self.encode(t) for t in inputs]
             limits = generation_limits(seqs, max_new)
+            caps = [None] * len(seqs)
+            if bound is not None:  # exact on sequences of at most N tokens, generated ones included: the
+                # choice of token N + 1 is still read at token N (exact), so one more is asked for, to
+                # tell whether the program goes on (a prompt already longer runs as it is, warned above)
+                caps = [bound - len(s) if len(s) <= bound and n > bound - len(s) else None
+                        for s, n in zip(seqs, limits)]
+                limits = [n if c is None else c + 1 for n, c in zip(limits, caps)]
             m = self.model(device, dtype)
             gen = m.generate(seqs, limits, backend)
+            if any(c is not None and len(g) > c for g, c in zip(gen, caps)):
+                gen = [g if c is None else g[:c] for g, c in zip(gen, caps)]
+                warnings.warn(f"generation stopped at this bounded model's {bound} tokens (prompt plus generated), "
+                              "where the program goes on: the model is exact only up to them", RuntimeWarning,
+                              stacklevel=2)
             return [[self.symbols[k] for k in g] for g in gen]
         outs = self.outputs(inputs, device=device, dtype=dtype, backend=backend)
         if kind == "accept":
