@@ -437,6 +437,12 @@ def load(directory: str | Path) -> CompiledModel:
                             f"{tuple(vals.shape)} {vals.dtype}; expected coordinates into shape {shape} and float64)")
         if not torch.isfinite(vals).all():
             raise RaspError(f"{w_file}: tensor {k} has non-finite values")
+        if vals.numel() > 1:  # a coordinate twice would add its values: not a file rasp compile writes
+            flat = torch.zeros(idx.shape[1], dtype=torch.int64)
+            for a in range(len(shape)):
+                flat = flat * shape[a] + idx[a]
+            if torch.unique(flat).numel() != flat.numel():
+                raise RaspError(f"{w_file}: tensor {k} lists a coordinate twice")
         weights[k] = (shape, idx, vals)
     tensors = weights
     bound = saved.get("config_bound", list(CONFIG_BOUND_BEFORE))

@@ -45,17 +45,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.ArgumentParser | None:
+    """The parser of command ``name`` (its usage is the one to show for its arguments)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            return action.choices[name]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     _Parser.usage_error = None
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)
         # argparse cannot take positional tokens after an option (`run P --alphabet 5 a b`): a
-        # command with a `tokens` list gets the leftover non-option words, anything else is an error
-        if extra and isinstance(getattr(args, "tokens", None), list) and not any(x.startswith("-") for x in extra):
-            args.tokens += extra
-        elif extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        # command with a `tokens` list gets the leftover non-option words (and every word after `--`,
+        # which marks tokens that look like options: `run P --json -- -1 a`), anything else is an error
+        if extra and isinstance(getattr(args, "tokens", None), list):
+            cut = extra.index("--") if "--" in extra else len(extra)
+            if not any(x.startswith("-") for x in extra[:cut]):
+                args.tokens += extra[:cut] + extra[cut + 1:]
+                extra = []
+        if extra:
+            command = _subparser(parser, getattr(args, "command", None))
+            tip = " (tokens that begin with '-' go after --)" if isinstance(getattr(args, "tokens", None), list) else ""
+            (command or parser).error(f"unrecognized arguments: {' '.join(extra)}{tip}")
     except SystemExit as exc:  # argparse: usage errors are user errors (exit 2), --help is 0
         words = sys.argv[1:] if argv is None else argv
         # argparse takes unambiguous prefixes of a flag (--js); none of --json's begins another flag

@@ -437,3 +437,24 @@ def test_cli_tasks_sample_refuses_a_length_that_cannot_fit(capsys, monkeypatch):
     for length in ("99999999999999999999", "5-99999999999999999999"):
         assert cli(["tasks", "sample", "UR", "--length", length, "--json"]) == 2
         assert "99,999,999,999,999,999,999 tokens" in json.loads(capsys.readouterr().out)["error"]["message"]
+
+
+def test_cli_tokens_that_look_like_options_go_after_a_double_dash(tmp_path, capsys):
+    """Tokens may begin with '-': after ``--`` they are tokens wherever the options are (``run P
+    --json -- -1 a`` was an unrecognized argument); one before ``--`` and after an option is a usage
+    error under the command's own usage, saying where such tokens go. ``rasp learn --jobs`` without
+    ``--all`` is refused rather than ignored."""
+    from rasp.cli import main as cli
+
+    f = tmp_path / "dash.rasp"
+    f.write_text('alphabet "-" "-1" "--x" a\nX = exists "a"\n')
+    for argv in (["run", str(f), "--", "-1", "a"], ["run", str(f), "--json", "--", "-1", "a"],
+                 ["run", str(f), "-1", "--json", "--", "--x", "a"]):
+        assert cli(argv) == 0, argv
+        out = capsys.readouterr().out
+        assert ("accept" in out or '"output": true' in out), out
+    assert cli(["run", str(f), "a", "--json", "-1"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert "go after --" in err["message"] and err["hint"].startswith("usage: rasp run")
+    assert cli(["learn", "UR", "--jobs", "2", "--preset", "smoke"]) == 2
+    assert "--jobs 2 needs --all" in capsys.readouterr().err

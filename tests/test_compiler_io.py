@@ -71,6 +71,29 @@ def test_corrupted_weights_are_a_clear_error(tmp_path):
         compiler.load(path)
 
 
+def test_a_coordinate_listed_twice_is_refused(tmp_path):
+    """A sparse tensor whose coordinate appears twice (its values would add up) is not a file rasp
+    compile writes: refused, even with the hash in config.json updated to match."""
+    import hashlib
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    path = _saved(tmp_path)
+    with safe_open(str(path / "model.safetensors"), framework="pt") as f:
+        meta = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    k = next(k for k in tensors if k.endswith(".indices") and tensors[k].shape[1] >= 2)
+    tensors[k] = tensors[k].clone()
+    tensors[k][:, 1] = tensors[k][:, 0]
+    save_file(tensors, str(path / "model.safetensors"), metadata=meta)
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["weights_sha256"] = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(rasp.RaspError, match="lists a coordinate twice"):
+        compiler.load(path)
+
+
 def test_foreign_files_are_a_clear_error(tmp_path):
     from safetensors.torch import save_file
 

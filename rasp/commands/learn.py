@@ -253,6 +253,9 @@ def run(args: argparse.Namespace) -> int:
         return run_report(args, list(SEED_TASKS))
     if not args.task:
         raise RaspError("no task given", hint="rasp learn UR --preset smoke   (rasp learn --list shows the tasks)")
+    if args.jobs != 1:  # one task trains in one process: a silently ignored --jobs misleads
+        raise RaspError(f"--jobs {args.jobs} needs --all (one task trains in one process)",
+                        hint="rasp learn --all --jobs 2, or rasp report TASK ... --jobs 2")
     task = resolve_task(args.task)
     preset = resolve_preset(args)
     cfg = config_for(args, preset, task.name)
