@@ -285,6 +285,7 @@ def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...
     """Expand a type-checked surface module into a :class:`~rasp.ast.CoreProgram`."""
     alphabet, special = resolve_alphabet(module, checked, alphabet_override)
     check_magnitudes(checked, len(alphabet), len(alphabet) + len(special))
+    check_expansion(checked, len(alphabet))
     ex = _Expander(checked, alphabet, special)
     shares = set()  # the families with closed subtrees
     for name in checked.order:
@@ -316,6 +317,39 @@ def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...
     else:
         output = A.Output(out.kind, tuple(instance_key(out.name, (a,)) for a in alphabet), span=out.span)
     return A.CoreProgram(tuple(defs), alphabet, special, output)
+
+
+#: the most copies of written expressions a program may expand into: a family over k symbol
+#: variables, with quantifiers nested q deep in its body, makes |alphabet|^(k + q) of them (UR over
+#: 3,000 symbols: 18 million, which ran for minutes and out of memory)
+EXPANSION_CAP = 1 << 22
+
+
+def check_expansion(checked: Checked, alphabet_size: int) -> None:
+    """Refuse, at the largest family, a program whose expansion over the alphabet passes
+    :data:`EXPANSION_CAP` copies (before any is made)."""
+    def quantifier_depth(e) -> int:
+        depth, stack = 0, [(e, 0)]
+        while stack:  # iterative: bodies nest deeply
+            node, q = stack.pop()
+            if isinstance(node, A.Quant):
+                q += 1
+            depth = max(depth, q)
+            stack.extend((c, q) for c in A.children(node))
+        return depth
+
+    sizes = {}
+    for name in checked.order:
+        sig = checked.signatures[name]
+        k = sig.arity + quantifier_depth(sig.definition.expr)
+        sizes[name] = alphabet_size ** k if k else 1
+    total = sum(sizes.values())
+    if total > EXPANSION_CAP:
+        name = max(sizes, key=sizes.get)
+        raise RaspError(f"over {alphabet_size:,} symbols this program expands into about {total:,} copies of its "
+                        f"expressions (at most {EXPANSION_CAP:,}); {name} alone makes {sizes[name]:,}",
+                        checked.signatures[name].definition.span,
+                        "use a smaller alphabet (--alphabet), or fewer symbol variables in this definition")
 
 
 #: the largest multiple of the input length a count expression may reach, and the largest constant

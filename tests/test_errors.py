@@ -498,6 +498,26 @@ def test_magnitude_limit_boundaries(tmp_path, capsys):
         assert (e.value.line, e.value.column) == where, text
 
 
+def test_an_expansion_past_the_cap_is_refused_before_it_is_made():
+    """UR over 3,000 symbols made 18 million expression copies (minutes, then out of memory); the
+    cap is checked before expanding, located at the largest family, and a family with a quantifier
+    counts the quantifier's copies too."""
+    from rasp.expand import EXPANSION_CAP
+
+    ur = ROOT / "programs" / "ur.rasp"
+    symbols = tuple(f"s{k}" for k in range(3000))
+    with pytest.raises(rasp.RaspError, match="expands into about 18,003,001 copies") as e:
+        rasp.load(ur, alphabet=symbols)
+    assert e.value.span.line == 13 and "--alphabet" in e.value.hint
+    # P[x, y] = any(z, ...) over 170 symbols: 170^3 copies of the body; 160^3 is under the cap
+    src = (f'alphabet {" ".join(f"s{k}" for k in range(170))}\nP[x, y] = any(z, exists (Q[x] && Q[y] && Q[z]))\n'
+           'G[x] = P[x, x]\noutput generate G\n')
+    with pytest.raises(rasp.RaspError, match="P alone makes 4,913,000") as e:
+        rasp.parse(src)
+    assert e.value.span.line == 2
+    assert 160 ** 3 < EXPANSION_CAP < 170 ** 3
+
+
 def test_map_values_keep_exact_arithmetic():
     """What stays allowed: comparing an unbounded map value, choosing between such values, and
     arithmetic on a map whose function is linear in its bounded arguments (tokens, indices, tables,
