@@ -209,6 +209,8 @@ BAD_FLAGS = [  # (argv after the program, a word the message must contain)
     (["verify", "--device", ""], "--device"),
     (["verify", "--lengths", "1000000000000", "--samples", "1"], "would need about"),
     (["verify", "--lengths", "1000000000", "--samples", "3"], "would need about"),  # before memory runs out
+    # refused before any row runs (a row measured first was thrown away with the refusal)
+    (["verify", "--lengths", "16,1000000000", "--samples", "3", "--dtype", "float64,float32"], "would need about"),
     (["verify", "--find-limit", "--budget", "nan"], "--budget"),
     (["verify", "--find-limit", "--start", "100", "--max-length", "50"], "below --start"),
     (["verify", "--start", "64"], "--find-limit"),
@@ -224,6 +226,14 @@ def test_bad_flag_values_exit_2(argv, word, capsys):
     assert main([argv[0], DYCK] + argv[1:]) == 2
     err = capsys.readouterr().err
     assert word in err and "Traceback" not in err and "internal error" not in err
+
+
+def test_verify_refuses_a_row_too_big_before_running_any(capsys):
+    """Every row's memory is checked first: the 16-token row once ran, then the refusal of the next
+    threw it away (no row in the output, nothing in --json)."""
+    assert main(["verify", DYCK, "--lengths", "16,1000000000", "--samples", "3"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "1,000,000,000 tokens would need about" in err
 
 
 def test_cli_special_token_in_alphabet_and_nothing_to_verify(capsys):

@@ -121,6 +121,20 @@ def _run(args: argparse.Namespace) -> int:
     max_len = min((x for x in (args.max_length, bound) if x), default=None)  # find-limit's last length
     skipped = []
     interrupted = False
+
+    def refuse_if_too_big(n: int, dt: str) -> None:
+        need = V.estimate_bytes(model, n, args.samples, dt, args.backend)
+        free = V.free_memory(device)
+        if need > free:  # an analytic bound (1.4 to 7 times the measured peak): refuse only what cannot fit
+            raise RaspError(f"--lengths {n}: {args.samples} inputs of {n:,} tokens would need about "
+                            f"{need / 2**30:.1f} GiB, and {free / 2**30:.1f} GiB is free",
+                            hint="use shorter --lengths or fewer --samples; --find-limit stops before "
+                            "memory runs out")
+
+    for dt in dtypes:  # every row first: a refusal after rows were measured threw them away
+        for n in args.lengths:
+            if tmax is None or n <= tmax:
+                refuse_if_too_big(n, dt)
     try:
         for dt in dtypes:
             if dt not in model.exact_dtypes and not args.json:
@@ -130,13 +144,7 @@ def _run(args: argparse.Namespace) -> int:
                 if tmax is not None and n > tmax:
                     skipped.append(n)
                     continue
-                need = V.estimate_bytes(model, n, args.samples, dt, args.backend)
-                free = V.free_memory(device)
-                if need > free:  # an analytic bound (1.4 to 7 times the measured peak): refuse only what cannot fit
-                    raise RaspError(f"--lengths {n}: {args.samples} inputs of {n:,} tokens would need about "
-                                    f"{need / 2**30:.1f} GiB, and {free / 2**30:.1f} GiB is free",
-                                    hint="use shorter --lengths or fewer --samples; --find-limit stops before "
-                                    "memory runs out")
+                refuse_if_too_big(n, dt)  # again: the free memory may have changed since
                 try:
                     rows.append(V.verify_length(model, task, n, args.samples, rng, device=device, dtype=dt,
                                                 backend=args.backend, max_new=args.max_new))
