@@ -479,3 +479,14 @@ def test_learn_on_another_alphabet(tmp_path, capsys):
     # a task whose alphabet is fixed: a user error (exit 2), not a traceback
     assert main(["learn", "dyck1", "--preset", "smoke", "--alphabet", "x,y", "--out", str(tmp_path)]) == 2
     assert "fixed alphabet" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", [["--dim", "10000000"], ["--test-samples", "1000000000000"], ["--batch", "1000000000"],
+                                  ["--bins", "1000000000000"], ["--train-max", "100000000000"]])
+def test_cli_learn_refuses_a_training_that_cannot_fit(flag, tmp_path, capsys):
+    """Sizes no machine holds are refused before anything is built or sampled (--dim 10^7 failed in
+    PyTorch's allocator, --batch 10^9 sampled for minutes, --test-samples 10^12 ran out of memory)."""
+    argv = ["learn", "UR", "--preset", "smoke", "--steps", "1", "--out", str(tmp_path), "--threads", "1"] + flag
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "this training needs at least" in err and "internal error" not in err
