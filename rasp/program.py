@@ -259,14 +259,23 @@ def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
     if not isinstance(path, (str, Path)):
         raise RaspError(f"a program is loaded from a path (str or Path), not {type(path).__name__}",
                         hint="for program text use rasp.parse(text)")
+    if str(path) == "":  # Path("") is the current directory
+        raise RaspError("cannot read program: the path is empty", hint="give the path of a program file (.rasp or .cr)")
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the program
     except OSError as exc:
         looks_like_source = isinstance(path, str) and ("\n" in path or " = " in path)
-        raise RaspError(f"cannot read program: {exc.strerror}", filename=str(p) if not looks_like_source else None,
-                        hint="this looks like program text: use rasp.parse(text) (or compiler.compile(rasp.parse(text)))"
-                        if looks_like_source else None) from None
+        if looks_like_source:
+            hint = "this looks like program text: use rasp.parse(text) (or compiler.compile(rasp.parse(text)))"
+        elif p.is_dir() and (p / "config.json").is_file():
+            hint = "this is a compiled model: rasp verify DIR runs it against its program (compiler.load(DIR) in Python)"
+        elif p.is_dir():
+            hint = "give a program file (.rasp or .cr), not a directory"
+        else:
+            hint = "give the path of a program file (.rasp or .cr); programs/ has one per task"
+        raise RaspError(f"cannot read program: {exc.strerror}",
+                        filename=str(p) if not looks_like_source else None, hint=hint) from None
     except UnicodeDecodeError as exc:
         data = exc.object
         raise not_utf8(data, exc.start, f"cannot read program: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "

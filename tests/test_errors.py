@@ -218,7 +218,14 @@ def test_empty_program(tmp_path, capsys):
 def test_missing_program_file(tmp_path, capsys):
     code, _, err = run_cli(capsys, "run", str(tmp_path / "nope.cr"), "a")
     assert code == 2
-    assert "cannot read program" in err and "Traceback" not in err
+    assert "cannot read program" in err and "Traceback" not in err and "hint: give the path of a program" in err
+    # a directory, a compiled model's directory, an empty path: each says what to give instead
+    import compiler
+
+    compiler.compile(rasp.parse('alphabet a b\nX = exists "a"')).save(tmp_path / "model")
+    for path, hint in ((tmp_path, "not a directory"), (tmp_path / "model", "rasp verify DIR"), ("", "program file")):
+        code, _, err = run_cli(capsys, "run", str(path), "a")
+        assert code == 2 and hint in err and ("the path is empty" in err) == (path == ""), err
 
 
 # ---------------------------------------------------------------------- bad inputs
