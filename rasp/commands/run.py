@@ -21,7 +21,8 @@ def register(sub) -> None:
         "generated continuation, character predictors the allowed symbols at every position.",
     )
     p.add_argument("program", help="a .cr or .rasp file")
-    p.add_argument("tokens", nargs="*", default=[], help="one input; without it, inputs are read from stdin")
+    p.add_argument("tokens", nargs="*", default=[],
+                   help="one input; without it, inputs are read from stdin; tokens that begin with '-' go after --")
     add_json_option(p)
     add_alphabet_option(p)
     p.add_argument("--trace", metavar="FILE", help="write every definition at every position to FILE (.html or .txt)")

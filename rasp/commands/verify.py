@@ -48,7 +48,7 @@ def register(sub) -> None:
     p.add_argument("--max-new", type=int, default=None, help="generators: tokens to generate at most")
     p.add_argument("--inputs", choices=["task", "uniform"], default="task",
                    help="task: the registered task's sampler when there is one (default); uniform: uniform over "
-                   "the data alphabet (any length, also beyond a task's longest input)")
+                   "all symbols, special tokens included (any length, also beyond a task's longest input)")
     p.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default 0)")
     add_alphabet_option(p)
     add_json_option(p)

@@ -186,8 +186,9 @@ def compiled_heads(task, n_symbols: int = 4) -> dict:
 
 
 def compiled_heads_text(info: dict) -> list[str]:
-    if "error" in info:
-        return [f"compiled model: n/a ({info['error']})"]
+    if "error" in info:  # out-of-class tasks have no exact model to compare with: not a failure
+        why = info["error"].split(": ", 1)[-1] if info["error"] != "no program" else "the task has no program"
+        return [f"compiled model: none to compare with ({why})"]
     lines = [f"compiled model of {info['program']} over {' '.join(info['alphabet'])}: {info['summary']}"]
     for layer in info["layers"]:
         parts = []
