@@ -538,6 +538,8 @@ def test_depth_is_the_deepest_definition_and_rewrites_reach_map_arguments():
     ("(i - j) % 256 == 0", None), ("(i - j) % 257 == 0", "257 different branches"),
     # one offset far out is one local count, however it is written (as #[j == i - 300] is)
     ("i - j == 300", None), ("j + 300 == i", None), ("i - j == 300 || i - j == 1000", None),
+    # and past TABLE_CAP, as #[j == i - 2147483647] is (it needed a table of 2^31 columns)
+    ("i - j == 2147483647", None), ("2 * j + 2000000000 == 2 * i", None),
 ])
 def test_branch_cap_boundaries(guard, refused):
     """BRANCH_CAP (256) is the most local counts (offsets whose correction is not 0) and the most
