@@ -26,7 +26,7 @@ import numpy as np
 
 from rasp import ast as A
 from rasp.ast import OUTPUT_KINDS
-from rasp.errors import RaspError
+from rasp.errors import RaspError, loads_json
 from rasp.gcpause import paused_gc
 from rasp.program import Program, check_batch, generation_limits, load as load_program, parse
 from rasp.rewrite import only_local_counts, rewrite_core
@@ -367,9 +367,9 @@ def load(directory: str | Path) -> CompiledModel:
             raise RaspError(f"{where}: {f.name} is {'not a file' if f.exists() else 'missing'}",
                             hint="write the model with: rasp compile PROGRAM -o DIR")
     try:
-        config = json.loads(cfg_file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # (nested 10^5 deep)
-        raise RaspError(f"{cfg_file}: not readable JSON ({type(exc).__name__ if isinstance(exc, RecursionError) else exc})") from None
+        config = loads_json(cfg_file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RaspError(f"{cfg_file}: not readable JSON ({exc})") from None
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise RaspError(f"{cfg_file}: not a compiled rasp model (format {config.get('format') if isinstance(config, dict) else None!r})",
                         hint="write one with: rasp compile PROGRAM -o DIR")
@@ -498,7 +498,7 @@ def _saved_meta(meta: str) -> dict | None:
     if not meta.startswith("{"):
         return None
     try:
-        out = json.loads(meta)
+        out = loads_json(meta)
     except ValueError:
         return {}
     return out if isinstance(out, dict) else {}

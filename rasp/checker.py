@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ast as A
-from .errors import RaspError, Span, source_lines
+from .errors import RaspError, Span, caret_lines, source_lines
 from .guards import NotRegular, analyze_relation, periodic_residues
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
@@ -516,13 +516,7 @@ def rewritten_program(program: Program) -> Program:
 
 # ---------------------------------------------------------------------------- text rendering
 def _caret(source: str | None, span: Span | None, indent: str = "    ") -> list[str]:
-    lines = source_lines(source)
-    if span is None or not 1 <= span.line <= len(lines):
-        return []
-    text = lines[span.line - 1]
-    start = max(span.column - 1, 0)
-    width = span.end_column - span.column if span.end_line == span.line else len(text) - start
-    return [indent + text, indent + " " * start + "^" * max(width, 1)]
+    return caret_lines(source, span, indent)
 
 
 def _where(verdict: Verdict, span: Span | None) -> str:

@@ -5,6 +5,7 @@ empty input) is a :class:`RaspError`. The CLI prints :meth:`RaspError.render` an
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 
@@ -21,6 +22,15 @@ class Span:
         return f"Span({self.line}:{self.column})"
 
 
+def loads_json(text: str):
+    """``json.loads``, with JSON nested too deeply for it (``[`` 10^5 times: a RecursionError) a
+    ``ValueError`` like any other malformed JSON, for the loaders that turn those into user errors."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def source_lines(source: str | None) -> list[str]:
     """The lines of a text as spans number them: split at ``\n`` only (``str.splitlines`` also splits
     at form feeds, U+2028 and others, and the excerpt under a message was then another line), a
@@ -31,6 +41,21 @@ def source_lines(source: str | None) -> list[str]:
 #: the most characters of a line shown on each side of an error's place (a token at column 600,001
 #: of an input line once printed the whole line and as much caret padding)
 EXCERPT_CONTEXT = 60
+
+
+def caret_lines(source: str | None, span: "Span | None", indent: str = "  ") -> list[str]:
+    """The line of ``source`` a span starts on (a window of it when long) and a caret line under the
+    span's place; [] when the span or the line is not there."""
+    lines = source_lines(source)
+    if span is None or not 1 <= span.line <= len(lines):
+        return []
+    text = lines[span.line - 1]
+    start = max(span.column - 1, 0)
+    width = max(span.end_column - span.column if span.end_line == span.line else len(text) - start, 1)
+    text, start, width = _excerpt(text, start, width)
+    # the caret line copies the line's tabs, so that it lines up however wide a tab shows
+    pad = "".join(c if c == "\t" else " " for c in text[:start]) + " " * max(start - len(text), 0)
+    return [indent + text, indent + pad + "^" * width]
 
 
 def _excerpt(text: str, start: int, width: int) -> tuple[str, int, int]:
@@ -92,19 +117,7 @@ class RaspError(Exception):
             out = [f"{name}: error: {self.message}"]
         else:
             out = [f"{name}:{self.span.line}:{self.span.column}: error: {self.message}"]
-            lines = source_lines(self.source)
-            if 1 <= self.span.line <= len(lines):
-                text = lines[self.span.line - 1]
-                start = max(self.span.column - 1, 0)
-                if self.span.end_line == self.span.line:
-                    width = max(self.span.end_column - self.span.column, 1)
-                else:
-                    width = max(len(text) - start, 1)
-                text, start, width = _excerpt(text, start, width)
-                out.append(f"  {text}")
-                # the caret line copies the line's tabs, so that it lines up however wide a tab shows
-                pad = "".join(c if c == "\t" else " " for c in text[:start]) + " " * max(start - len(text), 0)
-                out.append("  " + pad + "^" * width)
+            out += caret_lines(self.source, self.span)
         if self.hint:
             out.append(f"hint: {self.hint}")
         return "\n".join(out)
@@ -122,9 +135,18 @@ class RaspError(Exception):
         return self.render()
 
 
-class MagnitudeError(RaspError):
+class TooLargeError(RaspError):
+    """A program the tool refuses for its size, not its meaning: RASP-L lowering tells such a refusal
+    of its lowered program from a lowering bug by this class."""
+
+
+class MagnitudeError(TooLargeError):
     """A count expression whose value could leave exact 64-bit arithmetic
-    (:func:`rasp.expand.check_magnitudes`): RASP-L lowering tells it from a lowering bug by its class."""
+    (:func:`rasp.expand.check_magnitudes`)."""
+
+
+class ExpansionError(TooLargeError):
+    """A program whose families expand past :data:`rasp.expand.EXPANSION_CAP` copies."""
 
 
 def not_utf8(data: bytes, start: int, message: str, *, filename: str, hint: str, first_line: int = 1) -> RaspError:

@@ -20,7 +20,7 @@ import re
 
 from . import ast as A
 from . import builtins
-from .errors import MagnitudeError, RaspError
+from .errors import ExpansionError, MagnitudeError, RaspError
 import operator
 
 from .typecheck import Checked, symbol_comparison
@@ -346,7 +346,7 @@ def check_expansion(checked: Checked, alphabet_size: int) -> None:
     total = sum(sizes.values())
     if total > EXPANSION_CAP:
         name = max(sizes, key=sizes.get)
-        raise RaspError(f"over {alphabet_size:,} symbols this program expands into about {total:,} copies of its "
+        raise ExpansionError(f"over {alphabet_size:,} symbols this program expands into about {total:,} copies of its "
                         f"expressions (at most {EXPANSION_CAP:,}); {name} alone makes {sizes[name]:,}",
                         checked.signatures[name].definition.span,
                         "use a smaller alphabet (--alphabet), or fewer symbol variables in this definition")

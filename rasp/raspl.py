@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from . import ast as A
-from .errors import MagnitudeError, RaspError, Span
+from .errors import ExpansionError, RaspError, Span, TooLargeError
 from .expand import expand
 from .guards import int64_op, wrap64
 from .program import Program
@@ -1318,7 +1318,7 @@ def lower_explained(program: Program, max_length: int | None = None) -> tuple[Pr
     try:
         checked = check_module(module)
         core = expand(module, checked, tuple(program.alphabet))
-    except MagnitudeError as exc:  # a constant of the lowered program beyond the language's limits
+    except TooLargeError as exc:  # a constant or an expansion of the lowered program beyond the limits
         return None, _too_large(program, module, exc)
     except RaspError as exc:
         raise AssertionError(f"lowered program does not type-check: {exc}") from exc  # a lowering bug
@@ -1339,7 +1339,8 @@ def _too_large(program: Program, lowered: A.Module, exc: RaspError) -> NotLowere
                  and d.span.line <= (line or 0) <= d.span.end_line), None)
     original = {d.name: d for d in program.module.statements if isinstance(d, A.Definition)}
     d = original.get(name) or original.get((name or "").split("__")[0])
-    return NotLowered(f"its lowered form has a value too large for C-RASP ({exc.message})",
+    what = "is too large to expand" if isinstance(exc, ExpansionError) else "has a value too large for C-RASP"
+    return NotLowered(f"its lowered form {what} ({exc.message})",
                       d.span if d is not None else None, d.name if d is not None else "")
 
 

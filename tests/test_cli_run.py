@@ -315,6 +315,9 @@ def test_cli_run_many_stdin_lines_and_bad_bytes(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbf( )\n"), encoding="utf-8"))
     assert cli(["run", dyck]) == 0
     assert capsys.readouterr().out.split() == ["(", ")", "accept"]
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbf( \xff )\n"), encoding="utf-8"))
+    assert cli(["run", dyck]) == 2  # the column counts without the mark
+    assert "<stdin>:1:3: error: standard input is not UTF-8 text" in capsys.readouterr().err
     # a CRLF stdin: each line is one input (the bytes are read as they are)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"( )\r\n( (\r\n"), encoding="utf-8"))
     assert cli(["run", dyck]) == 0
@@ -456,5 +459,11 @@ def test_cli_tokens_that_look_like_options_go_after_a_double_dash(tmp_path, caps
     assert cli(["run", str(f), "a", "--json", "-1"]) == 2
     err = json.loads(capsys.readouterr().out)["error"]
     assert "go after --" in err["message"] and err["hint"].startswith("usage: rasp run")
+    # after -- nothing is an option: not --json (a usage error stays text), not a second --
+    assert cli(["run", str(f), "-z", "--", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "unrecognized arguments: -z" in err
+    assert cli(["run", str(f), "--", "--", "a"]) == 2
+    assert "token '--' at position 0 is not in the alphabet" in capsys.readouterr().err
     assert cli(["learn", "UR", "--jobs", "2", "--preset", "smoke"]) == 2
     assert "--jobs 2 needs --all" in capsys.readouterr().err

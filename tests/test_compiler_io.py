@@ -627,6 +627,19 @@ def test_edited_raspl_bounds_and_broken_architectures_are_refused(tmp_path):
     (path / "config.json").write_text("[" * 100000 + "]" * 100000)
     with pytest.raises(rasp.RaspError, match="not readable JSON"):
         compiler.load(path)
+    # the same nesting in the weights file's metadata
+    import hashlib
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    with safe_open(str(path / "model.safetensors"), framework="pt") as f:
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    save_file(tensors, str(path / "model.safetensors"), metadata={"format": '{"x": ' + "[" * 100000 + "]" * 100000 + "}"})
+    edited(lambda c: c.update(weights_sha256=hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()))
+    with pytest.raises(rasp.RaspError, match="does not record the shapes"):
+        compiler.load(path)
+    compile_raspl(prog, max_length=12).save(path)
     edited(lambda c: None)
     loaded = compiler.load(path)
     assert [loaded.run(x) for x in ("a b a a", "a b b b", "b a b")] == [prog.run(x) for x in ("a b a a", "a b b b", "b a b")]

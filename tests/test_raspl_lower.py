@@ -417,6 +417,21 @@ def test_a_lowered_value_too_large_for_crasp_does_not_lower():
     assert verdict_for_raspl(p).fragment == "none"  # (the map is over a count: not RASP-L either)
 
 
+def test_a_lowered_program_past_the_expansion_cap_does_not_lower(monkeypatch):
+    """Lowering adds definitions (raspl_ur: 3 families become 58 definitions), so a program under the
+    expansion cap can lower to one over it: that is a reason not to lower, located, not an
+    AssertionError ("lowered program does not type-check"). The cap is lowered here to stand for a
+    program near 2^22 copies."""
+    import rasp.expand as E
+
+    from pathlib import Path
+
+    p = rasp.load(Path(__file__).resolve().parent.parent / "programs" / "raspl_ur.rasp")
+    monkeypatch.setattr(E, "EXPANSION_CAP", 720)
+    low, why = lower_explained(p)
+    assert low is None and "lowered form is too large to expand" in why.message and why.span is not None
+
+
 def test_lowered_generator_with_shared_nodes_keeps_counting_once_per_token():
     """The lowering shares one node among several expressions (here ``#[j <= i] true``); generation's
     step-by-step evaluator (used after the first tokens) advanced its count once per use, so the

@@ -73,6 +73,8 @@ def _stdin_lines() -> Iterator[tuple[int, str]]:
         yield from enumerate(sys.stdin, start=1)
         return
     for n, data in enumerate(buffer, start=1):
+        if n == 1:
+            data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark: not text (columns count without it)
         try:
             yield n, data.decode("utf-8")
         except UnicodeDecodeError as exc:

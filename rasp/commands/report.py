@@ -9,7 +9,7 @@ import multiprocessing
 import os
 from pathlib import Path
 
-from ..errors import RaspError
+from ..errors import RaspError, loads_json
 from .learn import (SEED_TASKS, add_training_options, config_for, log_stderr, out_dir, resolve_preset,
                     resolve_task, train_and_save)
 
@@ -120,10 +120,10 @@ def _read_result(path: Path, name: str, *, must: bool) -> dict | None:
     if not path.exists():
         return None
     try:
-        r = json.loads(path.read_text())
+        r = loads_json(path.read_text())
         problem = _result_problem(r, name)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # (JSON nested 10^5 deep)
-        problem = f"not readable as JSON ({type(exc).__name__ if isinstance(exc, RecursionError) else exc})"
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problem = f"not readable as JSON ({exc})"
     if problem is None:
         return r
     if must:

@@ -107,7 +107,8 @@ def _lengths(text: str, rng: np.random.Generator, count: int, task, alphabet) ->
                   file=sys.stderr)
             lo, hi = ok.start, ok.stop - 1
     most = free_host_bytes() // SAMPLE_BYTES_PER_TOKEN
-    if hi > most:  # before drawing: numpy cannot even draw lengths past 2^63
+    if hi > most:  # before drawing (numpy cannot even draw lengths past 2^63), rather than run for hours
+        # and fail (or swap) at the end
         raise RaspError(f"--length {text}: an input of {hi:,} tokens needs about {hi * SAMPLE_BYTES_PER_TOKEN / 2**30:,.1f} "
                         f"GiB here and {free_host_bytes() / 2**30:.1f} GiB are free",
                         hint=f"at most about {most:,} tokens per input on this machine")
@@ -125,13 +126,7 @@ def run_sample(args: argparse.Namespace) -> int:
         raise RaspError(f"--seed must be at least 0, got {args.seed}")
     alphabet = parse_alphabet_option(args.alphabet) if args.alphabet else None
     rng = np.random.default_rng(args.seed)
-    lengths = _lengths(args.length, rng, args.count, task, alphabet)
-    longest = max(lengths, default=0)
-    need, free = longest * SAMPLE_BYTES_PER_TOKEN, free_host_bytes()
-    if need > free:  # refuse at once rather than run for hours and fail (or swap) at the end
-        raise RaspError(f"--length {args.length}: an input of {longest:,} tokens needs about {need / 2**30:.1f} GiB "
-                        f"here and {free / 2**30:.1f} GiB are free",
-                        hint=f"at most about {free // SAMPLE_BYTES_PER_TOKEN:,} tokens per input on this machine")
+    lengths = _lengths(args.length, rng, args.count, task, alphabet)  # (refuses what cannot fit in memory)
     for n in lengths:
         s = task.sample(rng, n, alphabet)
         if args.sample_json or args.json:
