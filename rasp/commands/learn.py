@@ -142,27 +142,47 @@ def config_for(args, preset: str, task_name: str):
     if cfg.positional == "rope" and (cfg.dim // cfg.heads) % 2:
         raise RaspError(f"--positional rope rotates pairs of dimensions: the head dimension --dim / --heads "
                         f"= {cfg.dim // cfg.heads} must be even", hint="choose --dim and --heads with an even quotient")
-    need = least_training_bytes(cfg)
-    free = free_host_bytes()
-    if need > free:
-        raise RaspError(f"this training needs at least {need / 2**30:,.1f} GiB (model, optimizer, one batch and the "
-                        f"test sets) and {free / 2**30:.1f} GiB are free",
-                        hint="use a smaller --dim, --layers, --batch, --test-samples, --train-max or --bins")
+    model_bytes, data_bytes = least_training_bytes(cfg)
+    hint = "use a smaller --dim, --layers, --batch, --test-samples, --train-max or --bins"
+    dev = _training_device(args)
+    if dev is not None and dev.type == "cuda":  # the model on the GPU, the test sets in host memory
+        import torch
+
+        for need, free, where in ((model_bytes, int(torch.cuda.mem_get_info(dev)[0]), f"on {dev}"),
+                                  (data_bytes, free_host_bytes(), "in host memory")):
+            if need > free:
+                raise RaspError(f"this training needs at least {need / 2**30:,.1f} GiB {where} and "
+                                f"{free / 2**30:.1f} GiB are free", hint=hint)
+    elif model_bytes + data_bytes > free_host_bytes():
+        raise RaspError(f"this training needs at least {(model_bytes + data_bytes) / 2**30:,.1f} GiB (model, optimizer, "
+                        f"one batch and the test sets) and {free_host_bytes() / 2**30:.1f} GiB are free", hint=hint)
     return cfg
 
 
-def least_training_bytes(cfg) -> int:
-    """A lower bound of the memory a training run takes (it refuses only what cannot fit: --dim
-    10000000 failed inside PyTorch's allocator, --batch 1000000000 sampled for minutes first): float32
-    parameters with their gradients and two Adam moments, one batch's activations (a residual per layer
-    and the attention weights) and the test sets' tokens (8 bytes each), sequences of about twice the
-    input length (a prompt and its answer)."""
+def _training_device(args):
+    """The device training will use, or None when it cannot be told here (a bad name is refused later,
+    by check_device, with its own message)."""
+    from ..learn.train import pick_device
+
+    try:
+        return pick_device(getattr(args, "device", None) or "auto")
+    except RaspError:  # check_device reports it
+        return None
+
+
+def least_training_bytes(cfg) -> tuple[int, int]:
+    """Lower bounds of the memory a training run takes, (on the training device, in host memory): it
+    refuses only what cannot fit (--dim 10000000 failed inside PyTorch's allocator, --batch 1000000000
+    sampled for minutes first). On the device: float32 parameters with their gradients and two Adam
+    moments, one batch's activations (a residual per layer and the attention weights); on the host:
+    the test sets' tokens (8 bytes each); sequences of about twice the input length (a prompt and its
+    answer)."""
     longest = max([cfg.train_max] + [hi for _, hi in cfg.bins])
     T, Tt = 2 * longest + 2, 2 * cfg.train_max + 2
     params = 12 * cfg.layers * cfg.dim ** 2 + T * cfg.dim
     train = cfg.batch * Tt * cfg.layers * (cfg.dim + cfg.heads * Tt)
     tests = (cfg.test_samples * len(cfg.bins) + cfg.id_samples) * T
-    return 16 * params + 4 * train + 8 * tests
+    return 16 * params + 4 * train, 8 * tests
 
 
 def check_device(name: str) -> None:
