@@ -57,32 +57,26 @@ def main(argv: list[str] | None = None) -> int:
     _Parser.usage_error = None
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
-    # every word after the first `--` is a token, wherever the options are (`run P --json -- -1 a`);
-    # split here, as argparse would drop a second `--` among them
-    after = None
-    if "--" in words:
-        k = words.index("--")
-        words, after = words[:k], words[k + 1:]
     try:
         args, extra = parser.parse_known_args(words)
         has_tokens = isinstance(getattr(args, "tokens", None), list)
         # argparse cannot take positional tokens after an option (`run P --alphabet 5 a b`): a
-        # command with a `tokens` list gets the leftover non-option words, anything else is an error
-        if extra and has_tokens and not any(x.startswith("-") for x in extra):
-            args.tokens += extra
-            extra = []
-        if after is not None:
-            if has_tokens:
-                args.tokens += after
-            else:
-                extra += ["--"] + after
+        # command with a `tokens` list gets the leftover non-option words, and every word after `--`,
+        # which marks tokens that look like options (`run P --json -- -1 a`); anything else is an error
+        if extra and has_tokens:
+            cut = extra.index("--") if "--" in extra else len(extra)
+            if not any(x.startswith("-") for x in extra[:cut]):
+                args.tokens += extra[:cut] + extra[cut + 1:]
+                extra = []
         if extra:
             command = _subparser(parser, getattr(args, "command", None))
             tip = " (tokens that begin with '-' go after --)" if has_tokens else ""
             (command or parser).error(f"unrecognized arguments: {' '.join(extra)}{tip}")
     except SystemExit as exc:  # argparse: usage errors are user errors (exit 2), --help is 0
-        # argparse takes unambiguous prefixes of a flag (--js); none of --json's begins another flag
-        if exc.code == 2 and _Parser.usage_error and any(len(w) > 3 and "--json".startswith(w) for w in words):
+        # argparse takes unambiguous prefixes of a flag (--js); none of --json's begins another flag;
+        # after `--` the words are tokens, not options
+        opts = words[: words.index("--")] if "--" in words else words
+        if exc.code == 2 and _Parser.usage_error and any(len(w) > 3 and "--json".startswith(w) for w in opts):
             message, usage, prog = _Parser.usage_error
             print(json.dumps({"error": {"message": message, "file": None, "line": None, "column": None,
                                         "hint": usage, "text": f"{usage}\n{prog}: error: {message}"}}))
