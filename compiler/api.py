@@ -236,12 +236,14 @@ class CompiledModel:
 
     def outputs(self, inputs: Sequence, *, device=None, dtype="float32", backend: str = "auto") -> list[np.ndarray]:
         """The output bools at every position: one (n_i, n_outputs) array per input."""
+        return self._outputs([self.encode(t) for t in inputs], device, dtype, backend)
+
+    def _outputs(self, seqs: list[list[int]], device, dtype, backend: str) -> list[np.ndarray]:
         import torch
 
         from .model import length_groups
 
         m = self.model(device, dtype)
-        seqs = [self.encode(t) for t in inputs]
         out: list = [None] * len(seqs)
         for group in length_groups([len(s) for s in seqs]):
             n = max(len(seqs[r]) for r in group)
@@ -262,13 +264,15 @@ class CompiledModel:
         check_batch(inputs, max_new)
         if len(inputs) == 0:
             return []
+        from .bounded import max_length_of  # (bounded builds on this module)
+
         kind = self.kind
-        bound = (self.config.get("raspl") or {}).get("max_length")  # a bounded RASP-L model's N
-        if bound is not None and max(len(self.encode(t)) for t in inputs) > bound:
+        bound = max_length_of(self)  # a bounded RASP-L model's N
+        seqs = [self.encode(t) for t in inputs]
+        if bound is not None and max(map(len, seqs)) > bound:
             warnings.warn(f"an input is longer than this bounded model's {bound} tokens: its output there is not "
                           "the program's (rasp verify shows where it differs)", RuntimeWarning, stacklevel=2)
         if kind == "generate":
-            seqs = [self.encode(t) for t in inputs]
             limits = generation_limits(seqs, max_new)
             caps = [None] * len(seqs)
             if bound is not None:  # exact on sequences of at most N tokens, generated ones included: the
@@ -285,7 +289,7 @@ class CompiledModel:
                               "where the program goes on: the model is exact only up to them", RuntimeWarning,
                               stacklevel=2)
             return [[self.symbols[k] for k in g] for g in gen]
-        outs = self.outputs(inputs, device=device, dtype=dtype, backend=backend)
+        outs = self._outputs(seqs, device, dtype, backend)
         if kind == "accept":
             return [bool(o[-1, 0]) for o in outs]
         return [[[self.alphabet[k] for k in np.flatnonzero(row)] for row in o] for o in outs]

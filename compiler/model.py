@@ -289,11 +289,11 @@ class CompiledTransformer(nn.Module):
         self.readout = _Mats({"W_U": tensors["readout.W_U"]})
         from .weights import exact_sum_positions
 
-        w_v = {k: (shape, idx.cpu().numpy(), vals.to(torch.float64).cpu().numpy())
-               for k, (shape, idx, vals) in tensors.items() if k.endswith("attn.W_V") or k == "embed.token"}
+        values_and_bos = {k: (shape, idx.cpu().numpy(), vals.to(torch.float64).cpu().numpy())
+                          for k, (shape, idx, vals) in tensors.items() if k.endswith("attn.W_V") or k == "embed.token"}
         #: per backend, the most positions over which every head's running sum is exact
         #: (:func:`compiler.weights.exact_sum_positions`; None: any)
-        self.sum_positions = exact_sum_positions(w_v, self.arch)
+        self.sum_positions = exact_sum_positions(values_and_bos, self.arch)
 
     def weights(self) -> dict[str, tuple]:
         """Every weight as (shape, indices, values), named as in the files."""

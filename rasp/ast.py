@@ -538,6 +538,18 @@ def depth(node: object, kids=None) -> int:
     return deepest
 
 
+def quantifier_depth(e: object) -> int:
+    """How deeply ``any``/``all``/``sum`` nest in an expression (iterative: bodies nest deeply)."""
+    depth, stack = 0, [(e, 0)]
+    while stack:
+        node, q = stack.pop()
+        if isinstance(node, Quant):
+            q += 1
+        depth = max(depth, q)
+        stack.extend((c, q) for c in children(node))
+    return depth
+
+
 def deepest_definition(module: Module) -> Definition | None:
     """The definition whose expression nests most deeply: where a pass that recursed too deeply is
     located (the first of several equally deep ones)."""

@@ -21,6 +21,7 @@ import re
 from . import ast as A
 from . import builtins
 from .errors import ExpansionError, MagnitudeError, RaspError
+from .printer import expr_to_str
 import operator
 
 from .typecheck import Checked, symbol_comparison
@@ -328,20 +329,10 @@ EXPANSION_CAP = 1 << 22
 def check_expansion(checked: Checked, alphabet_size: int) -> None:
     """Refuse, at the largest family, a program whose expansion over the alphabet passes
     :data:`EXPANSION_CAP` copies (before any is made)."""
-    def quantifier_depth(e) -> int:
-        depth, stack = 0, [(e, 0)]
-        while stack:  # iterative: bodies nest deeply
-            node, q = stack.pop()
-            if isinstance(node, A.Quant):
-                q += 1
-            depth = max(depth, q)
-            stack.extend((c, q) for c in A.children(node))
-        return depth
-
     sizes = {}
     for name in checked.order:
         sig = checked.signatures[name]
-        k = sig.arity + quantifier_depth(sig.definition.expr)
+        k = sig.arity + A.quantifier_depth(sig.definition.expr)
         sizes[name] = alphabet_size ** k if k else 1
     total = sum(sizes.values())
     if total > EXPANSION_CAP:
@@ -359,7 +350,7 @@ MAGNITUDE_LIMIT = 2**31
 CONSTANT_LIMIT = 2**61
 
 
-def check_magnitudes(checked: Checked, alphabet_size: int, codes: int | None = None) -> None:
+def check_magnitudes(checked: Checked, alphabet_size: int, codes: int) -> None:
     """Refuse a count expression whose value could overflow 64-bit integers on a long input.
 
     The bound (c, k) with ``|e| <= c * n + k`` on inputs of n tokens, on the surface program (before
@@ -375,13 +366,12 @@ def check_magnitudes(checked: Checked, alphabet_size: int, codes: int | None = N
     A located :class:`~rasp.errors.MagnitudeError` at the first expression with c over :data:`MAGNITUDE_LIMIT` or k over
     :data:`CONSTANT_LIMIT`."""
     of_def: dict[str, tuple[int, int] | None] = {}
-    codes = alphabet_size if codes is None else codes
 
     def bounded(e, sub) -> tuple[int, int]:  # the bound of an operand of + - k* sum: it must have one
         m = bound(sub)
         if m is None:
             raise MagnitudeError(
-                f"'{_text(sub)}' is a RASP-L value with no bound of the form c * n + k (a map can multiply two "
+                f"'{expr_to_str(sub)}' is a RASP-L value with no bound of the form c * n + k (a map can multiply two "
                 "values that grow with the input, or wrap around 2^63): arithmetic on it could overflow 64-bit "
                 "integers", e.span, "compare it, or do the arithmetic inside the map")
         return m
@@ -483,9 +473,3 @@ def map_bound(f: A.PosExpr, env: dict, codes: int) -> tuple[int, int] | None:
         return None
 
     return go(f)
-
-
-def _text(e) -> str:
-    from .printer import expr_to_str
-
-    return expr_to_str(e)

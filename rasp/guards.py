@@ -218,6 +218,24 @@ def _formula(r) -> GuardForm:
     raise TypeError(f"not a formula: {r!r}")
 
 
+def equality_offset(rel: A.PosExpr) -> int | None:
+    """d >= 0 when ``rel`` is an equation of linear terms (:func:`_term`, no ``%`` or ``/`` part) that
+    holds exactly when j = i - d (``i - j == 300``, ``2 * i == 2 * j + 4``, ``j + 5 == i``); else None.
+    The normal form's tables would need d + 1 columns: ``i - j == 2147483647`` passed TABLE_CAP while
+    ``j == i - 2147483647``, the same relation, was one local count. (Guards are checked to stay within
+    64-bit integers at positions up to 2^31, so this exact arithmetic is the evaluation's.)"""
+    if not (isinstance(rel, A.PCmp) and rel.op == "=="):
+        return None
+    x, y = _term(rel.left), _term(rel.right)
+    if any(isinstance(t, _Poly) or t.lo != 0 or t.hi != 0 or t.period != 1 for t in (x, y)):
+        return None
+    a, b, c = x.a - y.a, x.b - y.b, x.c - y.c  # a i + b j + c == 0
+    if a == 0 or a != -b:
+        return None
+    d = -c / a  # i - j == d
+    return int(d) if d.denominator == 1 and d >= 0 else None
+
+
 def _constant_on_domain(op: str, a, b, c, lo, hi) -> bool | None:
     """The value of ``t op 0`` when it is the same at every 0 <= j <= i, else None.
 

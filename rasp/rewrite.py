@@ -30,8 +30,8 @@ import numpy as np
 
 from . import ast as A
 from .errors import RaspError
-from .guards import (TABLE_CAP, GuardForm, analyze_relation, eval_relation, far_table, periodic_residues,
-                     table_cells)
+from .guards import (TABLE_CAP, GuardForm, analyze_relation, equality_offset, eval_relation, far_table,
+                     periodic_residues, table_cells)
 
 
 @dataclass(frozen=True)
@@ -149,46 +149,6 @@ def _sum(terms: list[tuple[int, A.Expr]]) -> A.Expr:
 #: form may have (see normalize_count): the branches nest as conditionals, the offsets as a sum, and
 #: the compiler spends about the square of their number on them
 BRANCH_CAP = 256
-
-
-def equality_offset(rel: A.PosExpr) -> int | None:
-    """d >= 0 when ``rel`` is a linear equation that holds exactly when j = i - d (``i - j == 300``,
-    ``2 * i == 2 * j + 4``, ``j + 5 == i``), read symbolically; else None. The tables would need
-    d + 1 columns: ``i - j == 2147483647`` passed TABLE_CAP while ``j == i - 2147483647``, the same
-    relation, was one local count. (Guards are checked to stay within 64-bit integers at positions up
-    to 2^31, so the exact arithmetic here is the evaluation's.)"""
-    def lin(e):  # (coefficient of i, of j, constant), or None
-        if isinstance(e, A.PInt):
-            return (0, 0, e.value)
-        if isinstance(e, A.PVar):
-            return {"i": (1, 0, 0), "j": (0, 1, 0)}.get(e.name)
-        if isinstance(e, A.PNeg):
-            x = lin(e.operand)
-            return None if x is None else (-x[0], -x[1], -x[2])
-        if isinstance(e, A.PBin) and e.op in ("+", "-", "*"):
-            x, y = lin(e.left), lin(e.right)
-            if x is None or y is None:
-                return None
-            if e.op == "+":
-                return (x[0] + y[0], x[1] + y[1], x[2] + y[2])
-            if e.op == "-":
-                return (x[0] - y[0], x[1] - y[1], x[2] - y[2])
-            if x[:2] == (0, 0):
-                return (x[2] * y[0], x[2] * y[1], x[2] * y[2])
-            if y[:2] == (0, 0):
-                return (y[2] * x[0], y[2] * x[1], y[2] * x[2])
-        return None
-
-    if not (isinstance(rel, A.PCmp) and rel.op == "=="):
-        return None
-    x, y = lin(rel.left), lin(rel.right)
-    if x is None or y is None:
-        return None
-    a, b, c = x[0] - y[0], x[1] - y[1], x[2] - y[2]  # a i + b j + c == 0
-    if a == 0 or a != -b or c % a:
-        return None
-    d = -c // a  # i - j == d
-    return d if d >= 0 else None
 
 
 def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:

@@ -59,12 +59,8 @@ def supports(program) -> bool:
 
 def max_scope(program) -> int:
     """The largest number of symbol variables in scope anywhere (parameters + nested quantifiers)."""
-    def depth(e) -> int:
-        inner = max((depth(c) for c in A.children(e)), default=0)
-        return inner + 1 if isinstance(e, A.Quant) else inner
-
-    return max((len(s.definition.params) + depth(s.definition.expr) for s in program.checked.signatures.values()),
-               default=0)
+    return max((len(s.definition.params) + A.quantifier_depth(s.definition.expr)
+                for s in program.checked.signatures.values()), default=0)
 
 
 # ============================================================================ counting state

@@ -55,8 +55,6 @@ def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[i
         return
     for n, line in _stdin_lines():
         line = line.rstrip("\r\n")  # the bytes are read as they are: a CRLF file's lines end in \r\n
-        if n == 1:
-            line = line.removeprefix("\ufeff")  # a byte-order mark (program files drop theirs too)
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         toks, cols = token_columns(line)
@@ -67,14 +65,16 @@ def _stdin_lines() -> Iterator[tuple[int, str]]:
     """(line number, text) per line of stdin, decoded as UTF-8 whatever the locale: the bytes are
     read and decoded here, so a byte that is not UTF-8 is located (line:col) whether Python's text
     layer would have raised (strict) or passed it on as a lone surrogate (a C/POSIX locale's
-    ``surrogateescape``, which would then be reported as a token outside the alphabet)."""
+    ``surrogateescape``, which would then be reported as a token outside the alphabet). A byte-order
+    mark before the first line is dropped (program files drop theirs too; columns count without it)."""
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # a text stream with no bytes beneath (an embedding program's StringIO)
-        yield from enumerate(sys.stdin, start=1)
+        for n, line in enumerate(sys.stdin, start=1):
+            yield n, line.removeprefix("\ufeff") if n == 1 else line
         return
     for n, data in enumerate(buffer, start=1):
         if n == 1:
-            data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark: not text (columns count without it)
+            data = data.removeprefix(b"\xef\xbb\xbf")
         try:
             yield n, data.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -143,19 +143,19 @@ def config_for(args, preset: str, task_name: str):
         raise RaspError(f"--positional rope rotates pairs of dimensions: the head dimension --dim / --heads "
                         f"= {cfg.dim // cfg.heads} must be even", hint="choose --dim and --heads with an even quotient")
     model_bytes, data_bytes = least_training_bytes(cfg)
-    hint = "use a smaller --dim, --layers, --batch, --test-samples, --train-max or --bins"
     dev = _training_device(args)
     if dev is not None and dev.type == "cuda":  # the model on the GPU, the test sets in host memory
         import torch
 
-        for need, free, where in ((model_bytes, int(torch.cuda.mem_get_info(dev)[0]), f"on {dev}"),
-                                  (data_bytes, free_host_bytes(), "in host memory")):
-            if need > free:
-                raise RaspError(f"this training needs at least {need / 2**30:,.1f} GiB {where} and "
-                                f"{free / 2**30:.1f} GiB are free", hint=hint)
-    elif model_bytes + data_bytes > free_host_bytes():
-        raise RaspError(f"this training needs at least {(model_bytes + data_bytes) / 2**30:,.1f} GiB (model, optimizer, "
-                        f"one batch and the test sets) and {free_host_bytes() / 2**30:.1f} GiB are free", hint=hint)
+        checks = [(model_bytes, int(torch.cuda.mem_get_info(dev)[0]), f" on {dev}"),
+                  (data_bytes, free_host_bytes(), " in host memory")]
+    else:
+        checks = [(model_bytes + data_bytes, free_host_bytes(), "")]
+    for need, free, where in checks:
+        if need > free:
+            raise RaspError(f"this training needs at least {need / 2**30:,.1f} GiB{where} (model, optimizer, one batch "
+                            f"and the test sets) and {free / 2**30:.1f} GiB are free",
+                            hint="use a smaller --dim, --layers, --batch, --test-samples, --train-max or --bins")
     return cfg
 
 

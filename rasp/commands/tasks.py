@@ -106,13 +106,14 @@ def _lengths(text: str, rng: np.random.Generator, count: int, task, alphabet) ->
             print(f"note: --length {text} clipped to {ok.start}-{ok.stop - 1}, the lengths task {task.name} can sample",
                   file=sys.stderr)
             lo, hi = ok.start, ok.stop - 1
-    most = free_host_bytes() // SAMPLE_BYTES_PER_TOKEN
+    free = free_host_bytes()
+    most = free // SAMPLE_BYTES_PER_TOKEN
     if hi > most:  # before drawing (numpy cannot even draw lengths past 2^63), rather than run for hours
         # and fail (or swap) at the end
         raise RaspError(f"--length {text}: an input of {hi:,} tokens needs about {hi * SAMPLE_BYTES_PER_TOKEN / 2**30:,.1f} "
-                        f"GiB here and {free_host_bytes() / 2**30:.1f} GiB are free",
+                        f"GiB here and {free / 2**30:.1f} GiB are free",
                         hint=f"at most about {most:,} tokens per input on this machine")
-    if count * 8 > free_host_bytes() // 2:
+    if count * 8 > free // 2:
         raise RaspError(f"--count {count:,}: too many inputs to draw at once on this machine",
                         hint="ask for fewer, and run the command several times with different --seed")
     return [int(x) for x in rng.integers(lo, hi + 1, size=count)]
