@@ -525,27 +525,38 @@ class _Builder:
         return both if e.op == "==" else B.f_not(both)
 
     def flatten(self, e, k: int, acc: dict) -> int:
-        """Add ``k * e`` to ``acc`` (count subterm -> coefficient); returns the constant part."""
-        if k == 0:
-            return 0
-        kind = type(e)  # the AST's classes have no subclasses
-        if kind is A.Ref:
-            return self.flatten(self.defs[e.name].expr, k, acc)
-        if kind is A.IntConst:
-            return k * e.value
-        if kind is A.Count or kind is A.Cond or kind is A.Min or kind is A.Max:
-            # keyed by identity: hashing deep expression trees is slow (equal subtrees that are
-            # distinct objects still meet in the head value, which merges nodes)
-            old = acc.get(id(e))
-            acc[id(e)] = (e, k + (old[1] if old else 0))
-            return 0
-        if kind is A.Add:
-            return self.flatten(e.left, k, acc) + self.flatten(e.right, k, acc)
-        if kind is A.Sub:
-            return self.flatten(e.left, k, acc) + self.flatten(e.right, -k, acc)
-        if kind is A.Scale:
-            return self.flatten(e.operand, k * e.k, acc)
-        raise RaspError(f"'{expr_to_str(e)}' is not a count operation of C-RASP", e.span, HINT)
+        """Add ``k * e`` to ``acc`` (count subterm -> coefficient); returns the constant part.
+
+        Iterative, left to right as a recursion would go (the order the terms enter ``acc`` is the
+        order their heads are made): a chain ``C_k = C_(k-1) + #P`` of hundreds of count
+        definitions is inlined here, and a recursion as deep overflowed Python's stack."""
+        c = 0
+        stack = [(e, k)]
+        while stack:
+            e, k = stack.pop()
+            if k == 0:
+                continue
+            kind = type(e)  # the AST's classes have no subclasses
+            if kind is A.Ref:
+                stack.append((self.defs[e.name].expr, k))
+            elif kind is A.IntConst:
+                c += k * e.value
+            elif kind is A.Count or kind is A.Cond or kind is A.Min or kind is A.Max:
+                # keyed by identity: hashing deep expression trees is slow (equal subtrees that are
+                # distinct objects still meet in the head value, which merges nodes)
+                old = acc.get(id(e))
+                acc[id(e)] = (e, k + (old[1] if old else 0))
+            elif kind is A.Add:
+                stack.append((e.right, k))
+                stack.append((e.left, k))
+            elif kind is A.Sub:
+                stack.append((e.right, -k))
+                stack.append((e.left, k))
+            elif kind is A.Scale:
+                stack.append((e.operand, k * e.k))
+            else:
+                raise RaspError(f"'{expr_to_str(e)}' is not a count operation of C-RASP", e.span, HINT)
+        return c
 
     def _with(self, terms: dict, c: int, e, k: int):
         t = dict(terms)

@@ -306,6 +306,24 @@ def test_a_long_chain_of_definitions_compiles():
     assert [m.run(x) for x in inputs] == [program.run(x) for x in inputs]
 
 
+def test_a_long_chain_of_count_definitions_compiles():
+    """``C_k = C_(k-1) + #P`` 1,500 times, with differences and multiples on the way: count
+    definitions are read into the comparison that uses them, and that reading recursed once per
+    definition ("nests too deeply to compile" at about 500, with a hint to split what was split)."""
+    lines = ["alphabet a b c", 'C0 = #"a"']
+    for k in range(1, 1500):
+        step = ['#"b"', '- #"c"', '+ 2 * #"c"', '- 0 * #"a"'][k % 4]
+        lines.append(f"C{k} = C{k - 1} {step if step[0] in '+-' else '+ ' + step}")
+    lines += ['Y = C1499 > 3 * #"b" + 2', "output accept Y"]
+    program = rasp.parse("\n".join(lines))
+    m = compiler.compile(program)
+    assert m.size["heads"] == 1  # one linear atom: a + 371 b + 375 c - 3 >= 0
+    rng = np.random.default_rng(1)
+    inputs = [list(rng.choice(["a", "b", "c"], size=n)) for n in (1, 2, 5, 9, 30, 30, 100)]
+    inputs += [["b"] * 5, ["a", "a", "a"], ["b", "b", "b", "c"]]
+    assert [m.run(x) for x in inputs] == [program.run(x) for x in inputs]
+
+
 def test_cli_compile_to_unwritable_places(tmp_path, capsys):
     import os
 
