@@ -204,10 +204,16 @@ class _Selector:
     def aggregate(self, values: np.ndarray, reduction: str, default: int) -> np.ndarray:
         B, N = self.keys.shape
         out = np.full((B, N), default, dtype=np.int64)
+        # a mean's sum of N values can leave int64 although the mean cannot: then it is summed in
+        # two halves (see _split_mean)
+        wide = reduction == "mean" and values.size and \
+            max(-int(values.min()), int(values.max())) * N >= 2 ** 63
         for s, e, m in self.masks():
             w = m.sum(axis=2)
             has = w > 0
-            if reduction == "mean":
+            if reduction == "mean" and wide:
+                val = _split_mean(m.astype(np.int64), values, np.maximum(w, 1))
+            elif reduction == "mean":
                 num = np.einsum("bqk,bk->bq", m.astype(np.int64), values)
                 q = np.abs(num) // np.maximum(w, 1)  # int() truncates toward zero
                 val = np.where(num < 0, -q, q)
@@ -218,6 +224,25 @@ class _Selector:
                 val = vals.max(axis=2) if reduction == "max" else vals.min(axis=2)
             out[:, s:e] = np.where(has, val, default)
         return out
+
+
+def _split_mean(m: np.ndarray, values: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The mean truncated toward zero, ``int(S / w)`` with ``S = sum_k m[b, q, k] values[b, k]``,
+    exactly although S itself may not fit in int64 (w >= 1 values selected, N < 2^31).
+
+    Write each value as ``hi * 2^32 + lo`` (``hi = v >> 32`` in [-2^31, 2^31), ``lo`` in [0, 2^32)):
+    ``S = H * 2^32 + L`` with |H| < w 2^31 and 0 <= L < w 2^32, both exact in int64. With
+    ``H = q w + r`` (floor division, 0 <= r < w), ``S = q w 2^32 + T`` where ``T = r 2^32 + L`` lies in
+    [0, 2 w 2^32): so ``floor(S / w) = q 2^32 + T // w`` and ``S mod w = T mod w``. The floor is the
+    mean rounded down, which lies between the least and the greatest value and so fits; truncation
+    toward zero adds 1 to a negative floor when the division is not exact."""
+    values = values.astype(np.int64, copy=False)
+    hi = np.einsum("bqk,bk->bq", m, values >> 32)
+    lo = np.einsum("bqk,bk->bq", m, values & 0xFFFFFFFF)
+    q, r = np.divmod(hi, w)
+    t = (r << 32) + lo
+    floor = (q << 32) + t // w
+    return floor + ((floor < 0) & (t % w != 0))
 
 
 _INT_OPS = {A.Add: lambda a, b: a + b, A.Sub: lambda a, b: a - b, A.Min: min, A.Max: max}
