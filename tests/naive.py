@@ -145,17 +145,23 @@ def column(e, tokens: list[str], values: dict[str, list]) -> list:
 CODES = "<token codes>"
 
 
+def wrap64(v: int) -> int:
+    """``v`` as a 64-bit two's-complement integer: RASP-L map arithmetic wraps around (README)."""
+    return (v + 2 ** 63) % 2 ** 64 - 2 ** 63
+
+
 def fn_value(r, env: dict):
-    """A map function's body on Python ints; ``env`` binds its parameters (``/`` is ``//``)."""
+    """A map function's body on Python ints; ``env`` binds its parameters (``/`` is ``//``; ``+ - *``
+    and negation wrap around at 64 bits, as the language says)."""
     if isinstance(r, (A.PInt, A.PBool)):
         return r.value
     if isinstance(r, A.PVar):
         return env[r.name]
     if isinstance(r, A.PNeg):
-        return -fn_value(r.operand, env)
+        return wrap64(-fn_value(r.operand, env))
     if isinstance(r, A.PBin):
         x, y = fn_value(r.left, env), fn_value(r.right, env)
-        return {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
+        return {"+": lambda: wrap64(x + y), "-": lambda: wrap64(x - y), "*": lambda: wrap64(x * y),
                 "/": lambda: x // y, "%": lambda: x % y}[r.op]()
     if isinstance(r, A.PCmp):
         return compare(r.op, fn_value(r.left, env), fn_value(r.right, env))

@@ -5,7 +5,7 @@ position (selectors compared as the sets of selected keys), for random inputs.
 * fixed programs that together use every primitive: ``tokens``, ``indices``, ``full``, ``map`` and
   ``seqmap`` (arithmetic, floor ``/`` and ``%``, comparisons, ``&& || !``, conditionals, tables with
   missing keys, symbol codes), ``select`` with every op (``== != < > <= >= true``), ``aggregate``
-  with mean (negative sums: truncation toward zero; values near +-2^63, whose sums leave int64), max and min with defaults, ``selector_width``,
+  with mean (negative sums: truncation toward zero; values near +-2^63, whose sums leave int64; map products that wrap around at 2^63), max and min with defaults, ``selector_width``,
   selector definitions, bool sequences as 0/1, and C-RASP mixed in (``#P`` of a map result);
 * randomly generated RASP-L programs (:func:`random_program`);
 * batches of rows of different lengths (padding must not leak) and tiny query chunks.
@@ -103,7 +103,9 @@ V = map(x -> x * 2147483647 * 2, V1)
 ALL = aggregate(select(indices, indices, true), V, mean)
 SAME = aggregate(select(tokens, tokens, ==), V, mean, 7)
 LATE = aggregate(select(indices, map(x -> x - 2, indices), >=), map(x -> x - 1, V), mean, -3)
-ok = ALL > 0 || SAME < 0
+WRAP = map(x -> x * 2147483647 * 2147483647 + 5, indices)
+NEGW = map(x -> 0 - x * 2147483647 * 2147483647 * 3, indices)
+ok = ALL > 0 || SAME < 0 || WRAP > NEGW
 """,
     "generator": """\
 alphabet a b c
