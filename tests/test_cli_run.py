@@ -222,7 +222,7 @@ def test_readme_python_api(workdir):
     """The README's Python API block runs as written, and its comments hold."""
     block = [lines for tag, lines in _blocks(README) if tag == "python"][0]
     namespace: dict = {}
-    exec(compile("\n".join(block), "README.md", "exec"), namespace)
+    exec(compile("\n".join(block), "<README.md>", "exec"), namespace)
     p = namespace["p"]
     assert rasp.run(p, "( ( ) )") is True
     assert rasp.parse(str(p)) == p
