@@ -53,8 +53,20 @@ def _subparser(parser: argparse.ArgumentParser, name: str | None) -> argparse.Ar
     return None
 
 
+def _tolerant_output() -> None:
+    """Symbols the terminal's encoding cannot show (a C locale with UTF-8 coercion turned off) are
+    printed as backslash escapes, not an internal error after half the output."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream that cannot change (already closed, detached)
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     _Parser.usage_error = None
+    _tolerant_output()
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     try:

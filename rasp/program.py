@@ -105,7 +105,9 @@ class Program:
         return ids
 
     def evaluate(self, inputs: Sequence[Tokens]) -> dict[str, np.ndarray]:
-        """Every definition at every position for a batch: name -> (B, N) array (rows right-padded)."""
+        """Every definition at every position for a batch: name -> (B, N) array (rows right-padded);
+        a RASP-L selector definition's value is an ``interp._Selector`` (its ``masks()`` give the
+        selected keys chunk by chunk, not an (B, N, N) array)."""
         return evaluate(self.core, make_batch([self.encode(t) for t in inputs]))
 
     def run(self, tokens: Tokens, *, max_new: int | None = None):

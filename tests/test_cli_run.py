@@ -362,6 +362,77 @@ def test_cli_run_trace_errors_come_before_any_output(tmp_path, capsys):
     assert ".html or .txt" in capsys.readouterr().err
 
 
+def test_cli_run_trace_selectors_generation_labels(tmp_path, capsys, monkeypatch):
+    """The trace shows a named RASP-L selector (its selected keys per query; it was an internal
+    error), a generator's generated tokens (marked ``gen``: the values that chose each next token),
+    stdin line numbers as labels, the alphabet given with --alphabet, and is UTF-8 in any locale."""
+    import io
+
+    from rasp.cli import main as cli
+
+    sel = tmp_path / "sel.rasp"
+    sel.write_text('alphabet 0 1\nS = select(tokens, full(1), ==)\nT = select(indices, indices, true)\n'
+                   'W = selector_width(S)\nok = W == 1\n')
+    for name in ("s.txt", "s.html"):
+        assert cli(["run", str(sel), "1", "0", "1", "1", "--trace", str(tmp_path / name)]) == 0, capsys.readouterr().err
+    text = (tmp_path / "s.txt").read_text()
+    assert re.search(r"^S\s+0\s+0\s+0,2\s+0,2-3$", text, re.M), text
+    assert re.search(r"^T\s+0\s+0-1\s+0-2\s+0-3$", text, re.M), text
+    assert ">0,2-3</td>" in (tmp_path / "s.html").read_text()
+
+    root = Path(__file__).resolve().parent.parent
+    uf = str(root / "programs" / "uf.rasp")
+    prompt = ["3", "1", "2", "<sep>"]
+    generated = rasp.run(rasp.load(uf).with_alphabet(["1", "2", "3"]), prompt)
+    assert generated == ["3", "1", "2"]
+    assert cli(["run", uf, "--alphabet", "1,2,3", "--trace", str(tmp_path / "g.txt"), "--", *prompt]) == 0
+    capsys.readouterr()
+    text = (tmp_path / "g.txt").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "alphabet used (--alphabet): 1 2 3"
+    assert re.search(r"^token\s+3\s+1\s+2\s+<sep>\s+3\s+1\s+2$", text, re.M), text
+    assert re.search(r"^\s+gen\s+gen\s+gen$", text, re.M), text
+    # at each position from <sep> on, the true NEXT[y] is the token generated next (none at the end)
+    rows = {ln.split()[0]: ln.split()[1:] for ln in lines if ln.startswith("NEXT[")}
+    chosen = [[y for y in "123" if rows[f"NEXT[{y}]"][p] == "T"] for p in range(3, 7)]
+    assert chosen == [["3"], ["1"], ["2"], []]
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"( )\n// a comment\n\n( ( ) )\n")))
+    dyck = str(root / "programs" / "dyck1.cr")
+    assert cli(["run", dyck, "--trace", str(tmp_path / "d.html")]) == 0
+    page = (tmp_path / "d.html").read_text(encoding="utf-8")
+    assert "<caption>&lt;stdin&gt; line 1: ( )</caption>" in page
+    assert "<caption>&lt;stdin&gt; line 4: ( ( ) )</caption>" in page
+
+    odd = tmp_path / "odd.rasp"
+    odd.write_text('alphabet "\u00e9" a\nA = #"a" > 0\noutput accept A\n', encoding="utf-8")
+    real_open = Path.write_text
+
+    def ascii_default(self, data, encoding=None, errors=None, newline=None):  # a C locale's default
+        return real_open(self, data, encoding=encoding or "ascii", errors=errors, newline=newline)
+
+    monkeypatch.setattr(Path, "write_text", ascii_default)
+    assert cli(["run", str(odd), "\u00e9", "a", "--trace", str(tmp_path / "o.html")]) == 0, capsys.readouterr().err
+    assert "\u00e9" in (tmp_path / "o.html").read_text(encoding="utf-8")
+
+
+def test_cli_run_prints_in_an_ascii_locale(tmp_path):
+    """With the C locale and Python's UTF-8 coercion turned off, stdout is ASCII: a symbol it cannot
+    show is printed as an escape (it was an internal error, exit 1)."""
+    import os
+    import subprocess
+    import sys
+
+    odd = tmp_path / "odd.rasp"
+    odd.write_text('alphabet "\u00e9" a\nA = #"a" > 0\noutput accept A\n', encoding="utf-8")
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    env.pop("PYTHONIOENCODING", None)
+    done = subprocess.run([sys.executable, "-m", "rasp", "run", str(odd)], input="\u00e9 a\n".encode(),
+                          capture_output=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"\\xe9 a\taccept\n"
+
+
 def test_cli_run_flags_generation_cut_at_the_cap(tmp_path, capsys):
     """A generation that reaches --max-new (or the default 2n + 8) is flagged: it may not be the
     program's whole output. One that stops because no symbol holds is not."""

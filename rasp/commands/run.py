@@ -46,20 +46,22 @@ def run(args: argparse.Namespace) -> int:
         raise RaspError(f"--trace {args.trace}: the file must end in .html or .txt")
     if args.max_new is not None and args.max_new < 0:
         raise RaspError("--max-new must be at least 0")
-    inputs = []
+    inputs, labels = [], []
     for toks, name, line_no, cols, text in read_inputs(args.tokens):
         encode_located(program, toks, name, line_no, cols, text)  # located alphabet errors
         inputs.append(toks)
+        labels.append(f"{name} line {line_no}" if name == "<stdin>" else "input")
     if not inputs:
         raise RaspError("empty input: no tokens on the command line and no input lines on stdin",
                         hint="rasp run PROGRAM a b c   or   echo 'a b c' | rasp run PROGRAM")
     outputs = program.run_batch(inputs, max_new=args.max_new)
     if args.trace is not None:  # written first: a trace that cannot be written is an error before any output
         path = Path(args.trace)
-        text = trace_text(program, inputs) if path.suffix.lower() == ".txt" else trace_html(
-            program, inputs, title=f"trace of {args.program}")
+        generated = outputs if program.output_kind == "generate" else None
+        text = trace_text(program, inputs, labels=labels, generated=generated) if path.suffix.lower() == ".txt" \
+            else trace_html(program, inputs, title=f"trace of {args.program}", labels=labels, generated=generated)
         try:
-            path.write_text(text)
+            path.write_text(text, encoding="utf-8")  # the HTML says utf-8, whatever the locale
         except OSError as exc:
             raise RaspError(f"cannot write the trace to {path}: {exc.strerror}",
                             hint="check that the folder exists and is writable") from None
