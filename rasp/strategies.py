@@ -25,12 +25,13 @@ that are local relations: ``j == i - 1``, ``i - j <= 2``, ``j <= i - 2``, ``#[pr
 ``"C-RASP[periodic]"`` (``pos[i % M == r]``, ``pos_even``, guards such as ``(i - j) % 2 == 0``),
 ``"C-RASP[periodic,local]"`` (both, also mixed in one guard) and ``"any"`` (also relations outside
 every fragment, such as ``j <= 3`` or ``j == i / 2``: for testing the interpreter's general path and
-the checker). Other program languages (RASP-L) plug in through :data:`PROGRAM_BUILDERS`.
+the checker). There is no generator of RASP-L programs here (tests/test_raspl.py has its own, for
+the interpreter's RASP-L primitives).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Sequence
 
 from hypothesis import strategies as st
 
@@ -41,7 +42,7 @@ from .program import Program
 from .typecheck import check_module, symbol_comparison
 
 __all__ = [
-    "FRAGMENTS", "OPERATION_KINDS", "PROGRAM_BUILDERS", "Features", "inputs", "irregular_guards",
+    "FRAGMENTS", "OPERATION_KINDS", "Features", "inputs", "irregular_guards",
     "kinds", "programs", "task_inputs", "task_samples",
 ]
 
@@ -68,12 +69,12 @@ FRAGMENTS: dict[str, Features] = {
 
 def _normalize_fragment(name: str) -> str:
     key = name.replace(" ", "")
-    for k in list(FRAGMENTS) + list(PROGRAM_BUILDERS):
+    for k in FRAGMENTS:
         if k.replace(" ", "").lower() == key.lower():
             return k
     if key.lower() in ("c-rasp[local,periodic]", "c-rasp[pos]"):
         return "C-RASP[periodic,local]"
-    known = ", ".join(sorted(set(FRAGMENTS) | set(PROGRAM_BUILDERS)))
+    known = ", ".join(sorted(FRAGMENTS))
     raise ValueError(f"unknown fragment {name!r}; known: {known}")
 
 
@@ -177,7 +178,7 @@ def _irregular_atom(unary: bool) -> st.SearchStrategy[A.PosExpr]:
     if unary:
         return st.one_of(
             st.builds(lambda o, c: _cmp(o, I, _n(c)), op, k),  # i <= 3
-            st.builds(lambda c: _cmp("==", _mod(A.PBin("*", I, I), 3), _n(c % 3)), k),  # i * i % 3 == 1
+            st.builds(lambda c: _cmp("<=", A.PBin("*", I, I), _n(c + 2)), k),  # i * i <= 4 (not periodic)
         )
     return st.one_of(
         st.builds(lambda o, c: _cmp(o, J, _n(c)), op, k),  # j <= 3
@@ -258,10 +259,14 @@ class _Gen:
         """None (a plain count) or a guard the fragment allows."""
         if self.guards is None or not self.draw(st.booleans()):
             return None
-        if self.features.local and self.draw(st.integers(0, 5)) == 0:
-            name = self.pick(("pred", "pred4"))
-            self.imports[name] = None
-            return A.GuardName(name)
+        if self.features.local:
+            choice = self.draw(st.integers(0, 5))
+            if choice == 0:
+                name = self.pick(("pred", "pred4"))
+                self.imports[name] = None
+                return A.GuardName(name)
+            if choice <= 2:  # j == i - d as written: the local count the compiler takes as it is
+                return A.Rel(_cmp("==", J, _i_minus(self.draw(st.integers(0, 3)))))
         return A.Rel(self.draw(self.guards))
 
     def positional(self):
@@ -276,8 +281,8 @@ class _Gen:
         refs = [d for d in self.defs if d.type == t]
         if t == A.BOOL:
             options = ["tok", "const"]
-            if refs:
-                options.append("ref")
+            if refs:  # twice: later definitions build on earlier ones (and the output on them)
+                options += ["ref", "ref"]
             if self.unary is not None:
                 options.append("pos")
         else:
@@ -296,13 +301,17 @@ class _Gen:
 
     def expr(self, t: str, depth: int, bound: tuple[str, ...]):
         self.budget -= 1
-        if depth >= self.max_depth or self.budget <= 0 or not self.draw(st.booleans()):
+        # the top of a definition is an operation (a leaf there made most definitions constants or
+        # tokens, and most programs' outputs independent of any count)
+        if depth >= self.max_depth or self.budget <= 0 or (depth > 0 and not self.draw(st.booleans())):
             return self.leaf(t, bound)
         sub = lambda tt, b=bound: self.expr(tt, depth + 1, b)  # noqa: E731
         free = [v for v in _VARS if v not in bound]
         if t == A.BOOL:
             # a quantifier needs a variable not yet bound (parameters and enclosing quantifiers use them up)
-            kind = self.pick(("not", "and", "or", "cmp", "beq", "exists", "cond") + (("quant",) if free else ())
+            # counting (cmp, exists) twice as likely as each other kind: the point of C-RASP
+            kind = self.pick(("not", "and", "or", "cmp", "cmp", "beq", "exists", "exists", "cond")
+                             + (("quant",) if free else ())
                              + (("symcmp",) if bound else ()))
             if kind == "symcmp":  # x == "a", x < y: symbols compared by alphabet position, folded at expansion
                 left = A.Ref(self.pick(bound))
@@ -326,7 +335,8 @@ class _Gen:
                 return A.Cond(sub(A.BOOL), sub(A.BOOL), sub(A.BOOL))
             v = free[0]
             return A.Quant(self.pick(("any", "all")), v, sub(A.BOOL, bound + (v,)))
-        kind = self.pick(("count", "add", "sub", "scale", "neg", "min", "max", "cond") + (("sum",) if free else ()))
+        kind = self.pick(("count", "count", "add", "sub", "scale", "neg", "min", "max", "cond")
+                         + (("sum",) if free else ()))
         if kind == "count":
             return A.Count(self.guard(), sub(A.BOOL))
         if kind == "add":
@@ -392,11 +402,6 @@ def _crasp_programs(draw, alphabet, special, features, max_depth, max_size, max_
     return program_from_module(gen.module(max_defs))
 
 
-#: program languages beyond C-RASP: name -> function(alphabet, max_depth, max_size) -> strategy.
-#: RASP-L registers its generator here.
-PROGRAM_BUILDERS: dict[str, Callable[..., st.SearchStrategy[Program]]] = {}
-
-
 def programs(
     alphabet: Sequence[str] = ("a", "b"),
     fragment: str = "C-RASP[periodic,local]",
@@ -413,22 +418,42 @@ def programs(
     number of definitions. Every operation kind of the language appears (see :func:`kinds`):
     families over one and two symbols, ``any``/``all``/``sum``, imports, all three output kinds.
     Shrinking goes towards fewer definitions, shallower expressions and leaves."""
-    alphabet = tuple(alphabet)
-    if not alphabet or len(set(alphabet)) != len(alphabet):
-        raise ValueError("alphabet: give distinct symbols, at least one")
+    alphabet = _symbols("alphabet", alphabet)
+    special = _symbols("special", special, empty=True)
+    if set(alphabet) & set(special):
+        raise ValueError("special: a symbol cannot be both in the alphabet and special")
+    for arg, value, least in (("max_depth", max_depth, 0), ("max_size", max_size, 1), ("max_defs", max_defs, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(f"{arg}: give an integer of at least {least}, not {value!r}")
     name = _normalize_fragment(fragment)
-    if name in PROGRAM_BUILDERS:
-        return PROGRAM_BUILDERS[name](alphabet=alphabet, max_depth=max_depth, max_size=max_size)
-    return _crasp_programs(alphabet, tuple(special), FRAGMENTS[name], max_depth, max_size, max_defs)
+    return _crasp_programs(alphabet, special, FRAGMENTS[name], max_depth, max_size, max_defs)
+
+
+def _symbols(what: str, symbols, *, empty: bool = False, declared: bool = True) -> tuple[str, ...]:
+    """Distinct symbols an input can hold (non-empty strings without whitespace) and, when
+    ``declared``, a program's text can declare (no double quote: the printed program would not parse
+    back). A string is not a list of symbols (``"<s>"`` is one symbol, not three)."""
+    if isinstance(symbols, str):
+        raise ValueError(f"{what}: give a list of symbols, not the string {symbols!r}")
+    symbols = tuple(symbols)
+    if not symbols and not empty:
+        raise ValueError(f"{what}: give at least one symbol")
+    if len(set(symbols)) != len(symbols):
+        raise ValueError(f"{what}: the symbols must be distinct")
+    for s in symbols:
+        problem = A.symbol_problem(s)
+        if problem is None and declared and '"' in s:
+            problem = "contains a double quote"
+        if problem is not None:
+            raise ValueError(f"{what}: symbol {s!r} {problem}")
+    return symbols
 
 
 # ----------------------------------------------------------------------------- inputs
 def inputs(alphabet: Sequence[str] | Program, min_size: int = 1, max_size: int = 12) -> st.SearchStrategy[list[str]]:
     """Token sequences (lists of symbols) of length ``min_size..max_size`` over ``alphabet``, or
     over every symbol a program accepts when given a :class:`Program`."""
-    symbols = alphabet.symbols if isinstance(alphabet, Program) else tuple(alphabet)
-    if not symbols:
-        raise ValueError("inputs: empty alphabet")
+    symbols = alphabet.symbols if isinstance(alphabet, Program) else _symbols("inputs", alphabet, declared=False)
     return st.lists(st.sampled_from(symbols), min_size=min_size, max_size=max_size)
 
 
@@ -493,9 +518,8 @@ def kinds(program: Program | A.Module) -> set[str]:
     module = program.module if isinstance(program, Program) else program
     defs = {s.name: s for s in module.statements if isinstance(s, A.Definition)}
     found: set[str] = set()
-    types = {}
-    if isinstance(program, Program):
-        types = {n: s.type for n, s in program.checked.signatures.items()}
+    checked = program.checked if isinstance(program, Program) else check_module(module)
+    types = {n: s.type for n, s in checked.signatures.items()}
 
     def visit(e, bound=frozenset()):
         if isinstance(e, A.Tok):

@@ -184,12 +184,16 @@ def test_shortcuts_on_random_programs(program):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from(["C-RASP", "C-RASP[local]", "C-RASP[periodic]", "C-RASP[periodic,local]", "any"]).flatmap(
+@given(st.sampled_from(["C-RASP", "C-RASP[local]", "C-RASP[local]", "C-RASP[local]", "C-RASP[periodic]",
+                        "C-RASP[periodic,local]", "any"]).flatmap(
     lambda fragment: programs(alphabet=("a", "b", "c"), fragment=fragment, max_depth=3, max_size=24)))
 def test_only_local_counts_means_nothing_to_rewrite_or_check(program):
     """The compiler skips the rewrite and the class check's walk when every written count is plain or
     local (``rasp.rewrite.only_local_counts``): then the rewrite must change nothing and the walk must
-    find nothing, for programs of every fragment (irregular guards, periodic ones, imports)."""
+    find nothing, for programs of every fragment (irregular guards, periodic ones, imports). Local
+    fragments are drawn thrice as often: a guarded count the fast path takes as it is (``j == i - d``,
+    ``#[pred]``) is in 54 of 600 draws so (4 of 600 before the strategies wrote ``j == i - d``
+    directly, and all fragments were drawn alike)."""
     from rasp.rewrite import only_local_counts, rewrite_core
 
     if only_local_counts(program.module):

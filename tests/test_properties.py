@@ -364,6 +364,71 @@ def test_unknown_fragment():
 
     with pytest.raises(ValueError, match="unknown fragment"):
         programs(fragment="C-RASP[global]")
+    with pytest.raises(ValueError, match="unknown fragment"):
+        programs(fragment="RASP-L")  # no generator of RASP-L programs (the docs said one plugged in)
+
+
+def test_strategy_arguments_are_checked_when_built():
+    """Symbols a program could not declare (its printed text would not parse back) or an input
+    could not hold, a string for a list, and sizes below 1 are refused at once, not at draw time or
+    when the printed program is parsed."""
+    import pytest
+
+    for kwargs, word in [
+        ({"alphabet": ("a b", "c")}, "whitespace"), ({"alphabet": ("", "b")}, "empty"),
+        ({"alphabet": ('"', "b")}, "double quote"), ({"alphabet": (1, 2)}, "not a string"),
+        ({"alphabet": "ab"}, "not the string"), ({"special": "<s>"}, "not the string"),
+        ({"special": ("a b",)}, "whitespace"), ({"special": ("a",)}, "both"),
+        ({"alphabet": ("a", "a")}, "distinct"), ({"alphabet": ()}, "at least one"),
+        ({"max_defs": 0}, "max_defs"), ({"max_depth": -1}, "max_depth"), ({"max_size": 0}, "max_size"),
+    ]:
+        with pytest.raises(ValueError, match=word):
+            programs(**kwargs)
+    with pytest.raises(ValueError, match="whitespace"):
+        inputs(("a b",))
+    from hypothesis import find
+
+    assert find(inputs(('"',)), lambda t: True) == ['"']  # an input may hold a quote
+    assert "<s>" in find(programs(special=("<s>",)), lambda p: True).symbols  # one symbol, not three
+
+
+def test_kinds_of_a_module_and_of_its_program_agree():
+    """``kinds(module)`` types the module itself (it took every reference for a bool: ``C == D``
+    over counts was ``bool==``)."""
+    p = rasp.parse('alphabet a b\nC = #"a"\nD = #"b"\nP = C == D\nR = (C if P else D) > 1')
+    assert kinds(p.module) == kinds(p)
+    assert {"cmp==", "cond-count"} <= kinds(p) and not kinds(p) - set(OPERATION_KINDS)
+
+
+def test_most_programs_count():
+    """Generated programs exercise counting: over 400 draws (derandomized: the same every run), at
+    least a quarter of the outputs depend on a count or ``exists`` (137 of 400 do; 59 did when a
+    definition's top could be a leaf and counting was as likely as any other operation)."""
+    def counts(p):
+        defs = {d.name: d.expr for d in p.core.defs}
+        stack, seen = list(p.core.output.names), set()
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for e in A.walk(defs[name]):
+                if isinstance(e, A.Count):
+                    return True
+                if isinstance(e, A.Ref):
+                    stack.append(e.name)
+        return False
+
+    seen = []
+
+    @settings(max_examples=400, derandomize=True, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(in_class)
+    def draw(p):
+        seen.append(counts(p))
+
+    draw()
+    assert len(seen) >= 300 and sum(seen) >= len(seen) / 4, (sum(seen), len(seen))
 
 
 def test_whole_program_errors_are_located():
