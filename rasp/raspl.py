@@ -22,8 +22,11 @@ RASP-L conformance (the rules, decided on the core program)
    token values). Any other use is a violation located at that use: a map that is not a constant
    shift (``indices * 2``, ``indices % 2``), a seqmap of an index, indices as aggregate values, in a
    comparison, sum, condition or output. Positional relations of C-RASP count as index computations
-   unless they are *local* (depend only on i - j over a finite window, period 1): a periodic guard or
-   ``pos[...]`` computes ``i mod M`` and a non-regular one depends on absolute positions.
+   unless they are *local* (depend only on i - j over a finite window, period 1) or one comparison
+   that a select makes (each side a constant or one index plus a constant: ``#[j <= 3] P`` is
+   ``select(indices, full(3), <=)``, which rule 2 allows): a periodic guard or ``pos[...]`` computes
+   ``i mod M``, and any other non-regular one (``j * j <= 3``, ``j <= 3 && j >= 1``) computes on
+   absolute positions.
 3. **Maps only over small finite domains.** Every sequence gets a value domain: tokens have the
    codes ``0 .. |alphabet + special| - 1``, bools ``{0, 1}``, constants themselves; a map's image is
    computed exactly from its arguments' domains; ``aggregate`` of a finite sequence with max/min stays
@@ -145,6 +148,42 @@ def _affine(body, param: str) -> tuple[int, int] | None:
     return None
 
 
+def _index_side(r) -> tuple[int, int, int] | None:
+    """(a, b, c) when a side of a guard comparison is exactly a*i + b*j + c (+ - and constant *)."""
+    if isinstance(r, A.PInt):
+        return 0, 0, r.value
+    if isinstance(r, A.PVar):
+        return (1, 0, 0) if r.name == "i" else (0, 1, 0)
+    if isinstance(r, A.PNeg):
+        t = _index_side(r.operand)
+        return None if t is None else (-t[0], -t[1], -t[2])
+    if isinstance(r, A.PBin) and r.op in "+-*":
+        x, y = _index_side(r.left), _index_side(r.right)
+        if x is None or y is None:
+            return None
+        if r.op == "+":
+            return x[0] + y[0], x[1] + y[1], x[2] + y[2]
+        if r.op == "-":
+            return x[0] - y[0], x[1] - y[1], x[2] - y[2]
+        if x[:2] == (0, 0):
+            return x[2] * y[0], x[2] * y[1], x[2] * y[2]
+        if y[:2] == (0, 0):
+            return y[2] * x[0], y[2] * x[1], y[2] * x[2]
+    return None
+
+
+def _select_comparison(r) -> bool:
+    """A guard that one RASP-L select computes: a comparison (or its negation) whose sides are each a
+    constant or one index plus a constant (``j <= 3``, ``j + 1 < i``, ``i - 2 == j``): theory.md's
+    RASP-L compares indices, possibly after adding a constant."""
+    while isinstance(r, A.PNot):
+        r = r.operand
+    if not isinstance(r, A.PCmp):
+        return False
+    sides = _index_side(r.left), _index_side(r.right)
+    return all(s is not None and s[:2] in ((0, 0), (1, 0), (0, 1)) for s in sides)
+
+
 def _body_is_bool(r) -> bool:
     if isinstance(r, (A.PCmp, A.PAnd, A.POr, A.PNot, A.PBool)):
         return True
@@ -262,9 +301,12 @@ class _Conformance:
         else:
             t = regular_table(rel.expr)
             period = None if t is None else t.period
+        if period is None and not unary and _select_comparison(rel.expr):
+            return  # j <= 3, j + 1 < i: one select over (shifted) indices and constants
         if period is None:
             self.reason("RASP-L: indices", f"this {'positional predicate' if unary else 'guard'} depends on "
-                        "absolute positions: RASP-L never computes on indices", node)
+                        "absolute positions: RASP-L compares indices (possibly plus a constant) with each "
+                        "other or with constants in a select, and computes nothing else on them", node)
         elif period > 1:
             self.reason("RASP-L: indices", f"this {'positional predicate' if unary else 'guard'} computes "
                         f"i mod {period}: RASP-L never computes on indices (C-RASP[periodic] is a separate "

@@ -144,6 +144,13 @@ ok = EVEN && PREV == 1 || #"a" == 3
 
 # name -> (source, (line, col) where lowering stops)
 CONJECTURED = {
+    # a guard comparing an index with a constant is the select(indices, full(3), <=) that RASP-L has
+    # (theory.md: RASP-L compares indices, possibly after adding a constant); it was "none"
+    "index-vs-constant-guard": ("""\
+alphabet a b
+W = selector_width(select(tokens, indices, ==))
+ok = #[j <= 3] "a" == W
+""", (2, 20)),
     "mode": ("""\
 alphabet a b c
 W = selector_width(select(tokens, tokens, ==))
@@ -191,13 +198,13 @@ ok = indices == W
     "nonregular-guard": ("""\
 alphabet a b
 W = selector_width(select(tokens, indices, ==))
-ok = #[j <= 3] "a" == W
+ok = #[j * j <= 3] "a" == W
 """, [(3, 8, "translation invariance")],  # the C-RASP analysis names the failing atom
         [(3, 6, "RASP-L: indices")]),  # RASP-L's own reason covers the whole count
     "mixed-with-positional": ("""\
 alphabet a b
 PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, -1)
-X = #[j <= 3] "a"
+X = #[j * j <= 3] "a"
 OUT = PREV == 0 && X >= 1 && pos[i % 2 == 0 && i < 5]
 """, [(3, 7, "translation invariance"), (4, 48, "periodicity")],
         [(3, 5, "RASP-L: indices"), (4, 30, "RASP-L: indices")]),
