@@ -469,7 +469,7 @@ def _check(program: Program, name: str | None, task, with_task: bool) -> Verdict
     reasons = _reasons(core)
     rewritten_core = rewrite_core(core)
     offsets, self_counts, periods, counts, evidence = _positional_facts(rewritten_core)
-    rewritten_module = rewrite_module(program.module)
+    rewritten_module = _declaring(rewrite_module(program.module), core.alphabet)
     rewrites = tuple(
         (s, t) for s, t in zip(program.module.statements, rewritten_module.statements)
         if isinstance(s, A.Definition) and s != t
@@ -503,6 +503,16 @@ def _check(program: Program, name: str | None, task, with_task: bool) -> Verdict
         if raspl.uses_raspl(program):
             return raspl.verdict_for_raspl(program, base=verdict)
     return verdict
+
+
+def _declaring(module: A.Module, alphabet) -> A.Module:
+    """``module`` with its alphabet statement listing ``alphabet``: the program checked under
+    ``--alphabet`` is the proof's program (its printed form kept the declared alphabet, so it refused
+    inputs the checked program takes)."""
+    alphabet = tuple(alphabet)
+    return dataclasses.replace(module, statements=tuple(
+        dataclasses.replace(s, symbols=alphabet) if isinstance(s, A.AlphabetDecl) and s.symbols != alphabet else s
+        for s in module.statements))
 
 
 def rewritten_program(program: Program) -> Program:
@@ -581,7 +591,11 @@ def _explain(v: Verdict) -> list[str]:
             where = fact.text
         out.append(f"  {what} comes from {where}")
     if not v.rewrites:
-        out.append("  rewriting: nothing to rewrite; every guard and predicate is already in normal form")
+        if v.in_class:
+            out.append("  rewriting: nothing to rewrite; every guard and predicate is already in normal form")
+        else:
+            out.append("  rewriting: no proof of membership (the program is outside C-RASP[periodic,local]; "
+                       "see the reasons above)")
         return out
     out.append("  rewritten definitions (normal form: #P, #[j == i - d] P, periodic pos[...]; "
                "evaluates identically to the original):")

@@ -1213,12 +1213,13 @@ def get(name: str) -> Task:
 
 
 def task_for_program(path) -> Task | None:
-    """The registered task whose program is ``path`` (absolute, or relative to the repository root or
-    the current directory), or None."""
-    p = Path(path)
-    candidates = {p.resolve()} if p.is_absolute() else {(Path.cwd() / p).resolve(), (REPO_ROOT / p).resolve()}
+    """The registered task whose bundled program file is ``path`` (absolute, or relative to the
+    current directory, as it was loaded), or None. Only that file: a user's own ``programs/nf.rasp``
+    in another folder is not the bundled NF program (it got NF's published result and a warning
+    that it cannot compute the task)."""
+    p = (Path.cwd() / Path(path)).resolve()
     for t in TASKS.values():
-        if t.program and (REPO_ROOT / t.program).resolve() in candidates:
+        if t.program and (REPO_ROOT / t.program).resolve() == p:
             return t
     return None
 

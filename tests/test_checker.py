@@ -423,6 +423,30 @@ def test_cli_text_and_explain(tmp_path, capsys):
     assert "C-RASP[periodic] (guaranteed" in text and "rewritten program:" in text
 
 
+def test_cli_explain_alphabet_option_errors_once(tmp_path, capsys):
+    """The check helper's audit: the proof printed under --alphabet declares the alphabet checked (it
+    kept the file's, so it refused inputs the checked program takes); an out-of-class program's
+    --explain does not claim its guards are in normal form; an unknown --task or a bad --alphabet
+    is one error about the option, not one per program file."""
+    early = str(ROOT / "docs" / "examples" / "check" / "early_a.rasp")
+    assert main(["check", early, "--alphabet", "a,b,c", "--json"]) == 0
+    proof = json.loads(capsys.readouterr().out)["rewritten"]
+    assert proof.splitlines()[0] == "alphabet a b c"
+    program = rasp.load(early).with_alphabet(["a", "b", "c"])
+    for toks in (["a", "c", "b"], ["c", "a", "a", "b"], ["b"], ["a", "a", "b", "c"]):
+        assert rasp.run(rasp.parse(proof), toks) == rasp.run(program, toks)
+    dead = tmp_path / "dead.rasp"
+    dead.write_text('alphabet a b\nDEAD = #[j <= 3] "a"\nOUT = #"a" > 0\n')
+    assert main(["check", str(dead), "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "already in normal form" not in out and "no proof of membership" in out
+    for flag, word in ((["--task", "XYZ"], "unknown task"), (["--alphabet", ""], "--alphabet")):
+        assert main(["check", str(dead), str(dead), *flag, "--json"]) == 2
+        got = capsys.readouterr()
+        assert got.err.count("error:") == 1 and word in got.err, got.err
+        assert [json.loads(x)["error"]["file"] for x in got.out.splitlines()] == [None]
+
+
 def test_cli_require(tmp_path, capsys):
     good = _write(tmp_path, "good.cr", count_prog('#[j == i - 1] "a"'))
     bad = _write(tmp_path, "bad.cr", count_prog('#[j <= 3] "a"'))

@@ -81,7 +81,8 @@ def test_published_labels():
     assert T.get("majority").published_accuracy["NoPE"] == [1.0, .999, .985]
 
 
-def test_programs_match_their_tasks():
+def test_programs_match_their_tasks(monkeypatch, tmp_path):
+    monkeypatch.chdir(ROOT)  # task_for_program reads a relative path from the current directory
     for name in PROGRAM_TASKS:
         t = T.get(name)
         path = ROOT / t.program
@@ -98,6 +99,12 @@ def test_programs_match_their_tasks():
         assert T.task_for_program(str(path)) is t
     assert T.task_for_program("programs/nonexistent.rasp") is None
     assert T.task_for_program(T.get("dyck1").program).name == "dyck1"
+    # a user's own programs/nf.rasp elsewhere is not the bundled NF program (it got NF's result)
+    (tmp_path / "programs").mkdir()
+    (tmp_path / "programs" / "nf.rasp").write_text('alphabet a b\nOUT = #"a" > #"b"\n')
+    monkeypatch.chdir(tmp_path)
+    assert T.task_for_program("programs/nf.rasp") is None
+    assert T.task_for_program(path) is t  # the bundled file by its absolute path still is
 
 
 def test_get_unknown_task():

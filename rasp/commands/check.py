@@ -12,6 +12,7 @@ import sys
 
 from ..checker import LEVELS, check, render
 from ..errors import RaspError
+from ..expand import parse_alphabet_option
 from ._common import add_alphabet_option, add_json_option, load_program
 
 
@@ -41,6 +42,13 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the options' own errors once, before any program (they were reported once per program file)
+    if args.task is not None:
+        from .. import tasks
+
+        tasks.get(args.task)
+    if args.alphabet is not None:
+        parse_alphabet_option(args.alphabet)
     failed_user = False
     short = []
     first = True
