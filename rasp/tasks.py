@@ -23,8 +23,11 @@ two tokens.) Every length in ``[min_length(), max_length()]`` can be sampled; an
   after a prefix iff the prefix is itself in the language. Inputs never contain ``<eos>``. Without it,
   (aa)* would be trivial (``a`` can always follow); with it, the target at every prefix is the exact
   set of continuations. (The papers' datasets encode the end differently per language; this is the
-  uniform version.) A predict sample is a valid prefix of the language: half of the samples are
-  complete members when a member of that length exists, the rest proper prefixes.
+  uniform version.) A predict sample is a valid prefix of the language: with probability 1/2 a
+  complete member (when a member of that length exists), otherwise a valid prefix drawn uniformly,
+  which is itself a member as often as members are among the valid prefixes of that length. So
+  members are at least half of the samples and often more (measured at length 50, 4,000 samples:
+  ab_d_bc .98, tomita3 .89, d2 .75, anbn .52; tomita1, 4 and 7 have no other valid prefixes: 1.0).
 * ``accept`` (bool): Dyck-1 only, because the bundled ``programs/dyck1.cr`` is an acceptor; its
   sampler gives balanced members and hard negatives about half and half.
 
