@@ -107,6 +107,19 @@ MAX_RUNS = 8
 GATHER_CHUNK = 1 << 24
 
 
+def _matmul(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``w @ x`` for w (out, in) and x (batch, in, positions), as one matrix product over the batch:
+    broadcasting ``w @ x`` runs one product per row, a matrix-vector product per row when decoding
+    one position (measured, one thread, w 22650 x 304 float32, batch 8: 136 ms broadcast, 12 ms as one
+    product). Every compiled product sums exactly representable terms whose partial sums are exact
+    (the weights' construction), so the order the two ways sum in does not change a value."""
+    B, C, T = x.shape
+    if B == 1:
+        return (w @ x[0])[None]
+    y = w @ x.transpose(0, 1).reshape(C, B * T)
+    return y.reshape(w.shape[0], B, T).transpose(0, 1).contiguous()
+
+
 class SparseMatrix(nn.Module):
     """A weight tensor stored as coordinates (``indices``, (ndim, nnz) int64) and ``values``.
 
@@ -175,12 +188,12 @@ class SparseMatrix(nn.Module):
                     start = k
             self._runs = runs if len(runs) <= MAX_RUNS else []
         if len(c) == x.shape[1]:
-            return sub @ x
+            return _matmul(sub, x)
         if not self._runs:
-            return sub @ x.index_select(1, c)
+            return _matmul(sub, x.index_select(1, c))
         out = None
         for a, b, f in self._runs:
-            part = sub[:, a:b] @ x[:, f:f + (b - a)]
+            part = _matmul(sub[:, a:b], x[:, f:f + (b - a)])
             out = part if out is None else out.add_(part)
         return out
 
@@ -190,7 +203,7 @@ class SparseMatrix(nn.Module):
         if self.nnz == 0:
             return x.new_zeros(x.shape[0], out_dim, x.shape[2])
         if self.mode == "dense":
-            return self.dense() @ x
+            return _matmul(self.dense(), x)
         if self.mode == "subdense":
             r, c, sub = self._subdense()
             z = self._read(sub, c, x)
