@@ -21,4 +21,40 @@ fi
 python3 -c "import lark, numpy, torch, safetensors" || { echo "a required package is missing"; exit 2; }
 if ! command -v rasp >/dev/null 2>&1 || ! rasp --version >/dev/null 2>&1; then
   rasp() { python3 -m rasp "$@"; }
+  RASP=(python3 -m rasp)  # a command (not a function) for `timeout`
+else
+  RASP=(rasp)
 fi
+
+# use_out_dir DIR: sets OUT, where a script writes its results. With PACK=1 (on the lent machine, from
+# which at most 8 files come back), OUT is a scratch folder and, however the script ends, DIR receives
+# two files: results.tar.gz (everything) and summary.txt. Without PACK, OUT is DIR itself.
+use_out_dir() {
+  mkdir -p "$1" || exit 2
+  PACK_FINAL=$(cd "$1" && pwd)
+  if [ -n "${PACK:-}" ]; then
+    OUT=$(mktemp -d)
+    trap 'pack_out_dir' EXIT
+  else
+    OUT=$PACK_FINAL
+  fi
+}
+pack_out_dir() {
+  tar -czf "$PACK_FINAL/results.tar.gz" -C "$OUT" . && echo "packed $OUT into $PACK_FINAL/results.tar.gz"
+  cp "$OUT/summary.txt" "$PACK_FINAL/summary.txt" 2>/dev/null
+  true
+}
+# step NAME SECONDS COMMAND...: runs one command (not a shell function: "${RASP[@]}" for the CLI) under a
+# time limit; its exit status goes to $OUT/summary.txt and into STATUS (the largest), the script's own.
+STATUS=0
+step() {
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name" >&2  # (stderr: a step's stdout may be redirected to its JSON file)
+  timeout --kill-after=10 "$limit" "$@"
+  local rc=$?
+  [ "$rc" -eq 124 ] && echo "   ($name: stopped at its limit of $limit s)" >&2
+  echo "$name: exit $rc" >> "$OUT/summary.txt"
+  [ "$rc" -gt "$STATUS" ] && STATUS=$rc
+  return 0
+}

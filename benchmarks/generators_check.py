@@ -8,6 +8,7 @@ over more than 30 symbols over 16 symbols): ``verify_length`` at 4,096 tokens in
 65,536 tokens in float32 (decoding at most 16 tokens), one thread. Prints one line per program and
 writes the results as JSON.
 """
+import argparse
 import json
 import sys
 import time
@@ -25,9 +26,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("programs", help="file names in programs/, comma-separated (ur.rasp,uf.rasp)")
+    ap.add_argument("json_out", nargs="?", help="also write the results as JSON here")
+    args = ap.parse_args()
+    names = [x for x in args.programs.split(",") if x]
+    missing = [x for x in names if not (ROOT / "programs" / x).is_file()]
+    if missing:
+        ap.error(f"no file {', '.join(missing)} in programs/")
     torch.set_num_threads(1)
     out = {}
-    for name in sys.argv[1].split(","):
+    for name in names:
         p = rasp.load(ROOT / "programs" / name)
         if p.output_kind != "generate":
             continue
@@ -46,8 +55,8 @@ def main() -> int:
             rows[f"{dt}@{n}"] = (r.agree, round(time.perf_counter() - t, 1))
         out[name] = {"alphabet": len(p.alphabet), **rows}
         print(name, out[name], flush=True)
-    if len(sys.argv) > 2:
-        Path(sys.argv[2]).write_text(json.dumps(out, indent=1) + "\n")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 

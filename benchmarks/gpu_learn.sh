@@ -10,16 +10,19 @@
 # 2,000 test samples per bin, APE. JOBS tasks train at once in separate processes that share the GPU
 # (the Python samplers, not the GPU, are the bottleneck for models this small: one CPU core each).
 # Writes OUT_DIR/report.md, report.json, report.png, one JSON and plot per task, and gpu.txt (GPU, date).
+# LIMIT (seconds, default 540) stops the training before a 10-minute device call would be cut off, so
+# the tasks already finished are written and packed.
 # On the lent GPU machine: as for benchmarks/gpu.sh (`bash benchmarks/device_wheels.sh` here, carry
-# [".whl"], OUT_DIR under $OUT).
+# [".whl"], `PACK=1 ... benchmarks/gpu_learn.sh $OUT/learn`: results.tar.gz and summary.txt come back).
 set -uo pipefail
+case "${1:-}" in "" | /*) ;; *) set -- "$PWD/$1" ;; esac  # relative to where it was called from
 cd "$(dirname "$0")/.."
 source benchmarks/device_env.sh  # lark from .whl/ and `rasp` where the package is not installed
-OUT=${1:-benchmarks/gpu-learn}
 DEVICE=${DEVICE:-cuda}
 PRESET=${PRESET:-paper}
 JOBS=${JOBS:-10}
-mkdir -p "$OUT"
+LIMIT=${LIMIT:-540}
+use_out_dir "${1:-benchmarks/gpu-learn}"
 if [ "$DEVICE" = cuda ]; then
   python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA GPU: nothing to do')" || exit 2
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -30,8 +33,8 @@ extra=()
 [ -n "${STEPS:-}" ] && extra+=(--steps "$STEPS")
 [ -n "${TEST_SAMPLES:-}" ] && extra+=(--test-samples "$TEST_SAMPLES")
 start=$(date +%s)
-rasp learn --all --preset "$PRESET" --device "$DEVICE" --jobs "$JOBS" --threads 1 --out "$OUT" "${extra[@]}" \
-  2> "$OUT/log.txt" | tee "$OUT/report.txt"
-rc=${PIPESTATUS[0]}
-echo "wall: $(( $(date +%s) - start )) s (exit $rc)" | tee -a "$OUT/gpu.txt"
-exit "$rc"
+step "learn --all --preset $PRESET" "$LIMIT" "${RASP[@]}" learn --all --preset "$PRESET" --device "$DEVICE" \
+  --jobs "$JOBS" --threads 1 --out "$OUT" "${extra[@]}" 2> "$OUT/log.txt" > "$OUT/report.txt"
+cat "$OUT/report.txt"
+echo "wall: $(( $(date +%s) - start )) s (exit $STATUS)" | tee -a "$OUT/gpu.txt" "$OUT/summary.txt"
+exit "$STATUS"

@@ -56,9 +56,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=1000, help="samples per bin per task (default 1000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--tasks", nargs="*", help="task names (default: every task with a program)")
+    ap.add_argument("--tasks", nargs="*", help="task names (default: every task with a program that is "
+                    "published in the class)")
     args = ap.parse_args(argv)
     names = args.tasks or [n for n, t in T.TASKS.items() if t.program and t.published_in_class]
+    for name in names:
+        try:
+            T.get(name)
+        except rasp.RaspError as exc:
+            ap.error(f"{exc.message} ({exc.hint})")
     rows = []
     start = time.time()
     for name in names:
