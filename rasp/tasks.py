@@ -25,9 +25,11 @@ two tokens.) Every length in ``[min_length(), max_length()]`` can be sampled; an
   set of continuations. (The papers' datasets encode the end differently per language; this is the
   uniform version.) A predict sample is a valid prefix of the language: with probability 1/2 a
   complete member (when a member of that length exists), otherwise a valid prefix drawn uniformly,
-  which is itself a member as often as members are among the valid prefixes of that length. So
-  members are at least half of the samples and often more (measured at length 50, 4,000 samples:
-  ab_d_bc .98, tomita3 .89, d2 .75, anbn .52; tomita1, 4 and 7 have no other valid prefixes: 1.0).
+  which is itself a member as often as members are among the valid prefixes of that length. So at a
+  length where members exist they are at least half of the samples and often more (at length 50, 4,000 samples:
+  ab_d_bc .98, tomita3 .89, d2 .75, anbn .52; tomita1, 4 and 7 have no other valid prefixes: 1.0);
+  over a range of lengths, where many have no member (anbn at odd lengths), fewer (lengths 1 to 50:
+  anbn .28, anbncn .16).
 * ``accept`` (bool): Dyck-1 only, because the bundled ``programs/dyck1.cr`` is an acceptor; its
   sampler gives balanced members and hard negatives about half and half.
 

@@ -215,6 +215,29 @@ def test_bins_clip_to_the_task_and_positions_cover_the_longest_test():
     assert r["mean_acc"][2] is None
 
 
+def test_training_samples_fit_the_model_positions():
+    """A training sample longer than the model's positions is drawn again at its input length (the
+    learn helper's audit: addition with --bins 50 drew answers longer than every probe; NoPE raised,
+    APE reused its last row), samples that fit are kept as drawn, and an impossible bound is a
+    RaspError."""
+    import rasp
+    from rasp import tasks as RT
+
+    add = RT.get("addition")
+    v = D.Vocab.for_task(add)
+    rng = np.random.default_rng(0)
+    samples = [add.sample(rng, 30) for _ in range(200)]
+    lengths = [len(D.encode_sample(add.kind, v, s).ids) for s in samples]
+    bound = sorted(lengths)[len(lengths) // 2]  # half the samples are longer
+    got = T._within_positions(add, v, np.random.default_rng(1), samples, bound)
+    assert all(len(e.ids) <= bound for e in got) and len(got) == len(samples)
+    kept = [e for e, s, n in zip(got, samples, lengths) if n <= bound]
+    assert all(e.ids == D.encode_sample(add.kind, v, s).ids for e, s in zip(kept, [s for s, n in zip(samples, lengths) if n <= bound]))
+    assert T._within_positions(add, v, rng, samples, max(lengths)) == [D.encode_sample(add.kind, v, s) for s in samples]
+    with pytest.raises(rasp.RaspError, match="positions"):
+        T._within_positions(add, v, rng, samples, 5)
+
+
 def test_an_easy_task_is_learned():
     cfg = T.TrainConfig(layers=1, heads=1, dim=16, lr=1e-2, steps=150, eval_every=25, id_samples=64,
                         test_samples=64, seeds=1, bins=((1, 10),), train_max=10, batch=32)
@@ -257,6 +280,31 @@ def test_cli_report_reuses_results(tmp_path, fake_registry, capsys):
     assert main(args + ["--json"]) == 0
     captured = capsys.readouterr()
     assert "using" in captured.err and json.loads(captured.out)[0]["task"] in ("FakeF", "FakeR")
+
+
+def test_cli_report_takes_a_program_file_as_its_task(tmp_path, capsys, monkeypatch):
+    """`rasp report programs/ur.rasp UR`: one row, with UR's program and checker verdict (the row had
+    program none and verdict n/a, and a name and a path of one task made two rows; the learn helper's
+    audit)."""
+    from pathlib import Path
+
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    args = ["report", "programs/ur.rasp", "UR", "--preset", "smoke", "--steps", "2", "--test-samples", "2",
+            "--out", str(tmp_path), "--no-progress", "--device", "cpu", "--json"]
+    assert main(args) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["task"], r["program"], r["fragment"], r["guarantee"]) for r in rows] == [
+        ("UR", "programs/ur.rasp", "C-RASP[local]", "guaranteed")]
+
+
+def test_cli_learn_refuses_empty_bins_and_an_empty_alphabet(tmp_path, capsys):
+    """--bins that no input of the task reaches, and --alphabet '', are user errors (both ran: the
+    first with every accuracy n/a, the second with the default alphabet)."""
+    for extra, word in ((["--bins", "2"], "no test inputs in any bin"), (["--alphabet", ""], "--alphabet is empty")):
+        assert main(["learn", "UR", "--preset", "smoke", "--steps", "1", "--no-progress", "--out", str(tmp_path),
+                     *extra]) == 2, extra
+        err = capsys.readouterr().err
+        assert word in err and "internal error" not in err, err
 
 
 def test_cli_user_errors(tmp_path, fake_registry, capsys):

@@ -125,7 +125,7 @@ def config_for(args, preset: str, task_name: str):
         import torch
         torch.set_num_threads(args.threads)
     alphabet = None
-    if args.alphabet:
+    if args.alphabet is not None:  # (an empty one is an error, not the default)
         from ..expand import parse_alphabet_option
         alphabet = parse_alphabet_option(args.alphabet)
         task = resolve_task(task_name)

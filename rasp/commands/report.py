@@ -43,7 +43,12 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
         raise RaspError("--fresh retrains and --no-train trains nothing: give one of them")
     out = out_dir(args.out)
     preset = resolve_preset(args)
-    tasks = {n: resolve_task(n) for n in names}
+    # keyed by the task's own name: a program file and a name of the same task are one row, and the
+    # report finds each task's program and checker verdict by the name its result carries
+    tasks = {}
+    for n in names:
+        task = resolve_task(n)
+        tasks.setdefault(task.name, task)
     jobs = getattr(args, "jobs", None)
     jobs = 1 if jobs is None else jobs
     if jobs < 1:

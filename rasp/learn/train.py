@@ -164,11 +164,37 @@ def build_datasets(task, vocab: D.Vocab, cfg: TrainConfig) -> DataSets:
         bins.append(r)
         tests.append([] if r is None else enc(D.make_samples(task, np.random.default_rng([DATA_SEED, k + 1]),
                                                              *r, cfg.test_samples)))
+    if all(r is None for r in bins):
+        raise RaspError(f"task {task.name} has no test inputs in any bin ({', '.join(f'{a}-{b}' for a, b in cfg.bins)}): "
+                        f"its inputs are {task.min_length()} tokens or more"
+                        + (f" and at most {task.max_length()}" if task.max_length() is not None else ""),
+                        hint="give --bins that reach its lengths")
     # the longest sequences: a few samples at the longest training length and at each bin's longest
     tops = [tr[1]] + [r[1] for r in bins if r is not None]
     probe = enc([task.sample(np.random.default_rng([DATA_SEED, 99, i]), n) for n in tops for i in range(4)])
     n_pos = max(len(e.ids) for e in id_set + probe + [e for t in tests for e in t])
     return DataSets(tr, id_set, bins, tests, n_pos)
+
+
+def _within_positions(task, vocab: D.Vocab, rng: np.random.Generator, samples: list, n_pos: int) -> list:
+    """The encoded samples, a sample longer than the model's ``n_pos`` positions drawn again at its
+    input length. ``n_pos`` comes from the test sets and a few probes; a task whose answer's length
+    varies at one input length (addition: the longer operand's digits) can draw a longer training
+    sequence than any of them, when the bins end at the training lengths (--bins 50): NoPE and RoPE
+    models raised, APE reused its last position row. With the default bins this never happens (the
+    random stream, hence every result, is unchanged)."""
+    out = []
+    for s in samples:
+        e = D.encode_sample(task.kind, vocab, s)
+        for _ in range(1000):
+            if len(e.ids) <= n_pos:
+                break
+            e = D.encode_sample(task.kind, vocab, task.sample(rng, len(s.tokens)))
+        else:
+            raise RaspError(f"task {task.name}: training inputs of {len(s.tokens)} tokens need more than the "
+                            f"model's {n_pos} positions", hint="give --bins that reach past the training lengths")
+        out.append(e)
+    return out
 
 
 # ---- evaluation ---------------------------------------------------------------------------
@@ -224,7 +250,7 @@ def train_seed(task, vocab: D.Vocab, ds: DataSets, cfg: TrainConfig, seed: int, 
         for g in opt.param_groups:
             g["lr"] = lr_at(step - 1, cfg)
         samples = D.make_samples(task, rng, *ds.train_range, cfg.batch)
-        b = D.collate(task.kind, vocab, [D.encode_sample(task.kind, vocab, s) for s in samples])
+        b = D.collate(task.kind, vocab, _within_positions(task, vocab, rng, samples, ds.n_pos))
         pos = None
         if cfg.positional == "ape":
             T = b.ids.shape[1]
