@@ -229,13 +229,12 @@ class SparseMatrix(nn.Module):
                                and len(cols) == self.shape[1] and bool((self.values == 1).all()))
         if self._plain:
             return y.index_add_(1, rows, x)
-        vals = self.values[:, None]
-        nz = max(1, GATHER_CHUNK // max(1, x.shape[2]))  # nonzeros per chunk
-        for b in range(x.shape[0]):
-            for s in range(0, self.nnz, nz):
-                g = x[b].index_select(0, cols[s:s + nz])
-                g.mul_(vals[s:s + nz])
-                y[b].index_add_(0, rows[s:s + nz], g)
+        vals = self.values[None, :, None]
+        nz = max(1, GATHER_CHUNK // max(1, x.shape[0] * x.shape[2]))  # nonzeros per chunk (the whole batch)
+        for s in range(0, self.nnz, nz):
+            g = x.index_select(1, cols[s:s + nz])
+            g.mul_(vals[:, s:s + nz])
+            y.index_add_(1, rows[s:s + nz], g)
         return y
 
     def lookup(self, ids: torch.Tensor) -> torch.Tensor:
