@@ -148,8 +148,8 @@ class CompiledModel:
         self._weights = weights  # name -> (shape, indices, values) as NumPy arrays (from compile)
         self._program = program
         self.compile_seconds = compile_seconds
-        #: seconds per compiler pass (rewrite, graph, plan, alloc, weights; lower first for RASP-L
-        #: programs); empty for a loaded model
+        #: seconds per compiler pass (rewrite, graph, plan, alloc, weights, config, gc; lower first for
+        #: RASP-L programs); empty for a loaded model
         self.compile_passes = dict(compile_passes or {})
         self._casts: dict = {}
 

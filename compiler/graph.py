@@ -39,7 +39,8 @@ head, or P itself when d = 0) and an integer c. Then
   just ``s_0`` when there is no local part.
 
 **Bools** are :class:`~.boolean.Form` values combined by :mod:`.boolean`; a form is materialized
-(an MLP ``gate`` node) only when a head, a sign or the readout needs a single dimension.
+(an MLP ``gate`` node) only when a head's value or the readout needs a single dimension, when two
+forms do not combine into one form, or as the test of a conditional chain.
 """
 from __future__ import annotations
 
@@ -64,9 +65,10 @@ ATOM_CAP = 1024
 LEAF_CAP = 1 << 18
 #: the widest range of the local part of one atom (one head per value)
 LOCAL_RANGE_CAP = 16
-#: periods larger than this are not combined when deciding periodic tests along a path
+#: two periodic literals whose periods' lcm exceeds this are not tested for exclusivity (``exclusive``)
 PERIOD_CAP = 5040
-#: the most (token, residue) pairs a path may track when deciding tests along it
+#: the most (token, residue) pairs a path may track when deciding tests along it (this, not
+#: PERIOD_CAP, bounds the periods a path combines)
 PAIR_CAP = 1 << 16
 #: the largest magnitude a head's value may reach: float64 holds every half-integer up to 2^52
 HEAD_VALUE_CAP = 2 ** 52

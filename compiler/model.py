@@ -15,7 +15,7 @@ tables ``E_M[(t - 1) mod M]``. Each layer adds three sublayers, ``x += sublayer(
   ``gamma * sgn y + beta`` with gamma = beta = 1/2 is the bool [y > 0], written by ``W_out``. The rms
   of the pair is evaluated in its exact closed form |y| (torch's CPU float32 ``sqrt(y * y)`` is
   off by one ulp in about 1e-5 of cases, which would make the bool 0.99999994); rms is clamped
-  below by the dtype's smallest normal number, which matters only for y = 0, which the compiler
+  below by the dtype's smallest subnormal number (``tiny * eps``), which matters only for y = 0, which the compiler
   never produces (every sign input is a half-integer over t + 1).
 * **MLP**: ``W_2 relu(W_1 x)``.
 
@@ -41,8 +41,8 @@ compare them in float64, and in lower precision on programs with small constants
 ``sdpa`` round once, at the end.
 
 **Generation** keeps, per layer, the running float64 sum of each uniform head's value (its cache is
-one number per head) and the last max(d) values of the local heads, so a new token costs one
-position's worth of work.
+one number per head) and a ring of the last W values of the local heads, W = min(max(d), the last
+position generation can reach + 1), so a new token costs one position's worth of work.
 """
 from __future__ import annotations
 

@@ -12,7 +12,9 @@ Cost per operation is O(B N) for everything in C-RASP[periodic, local]:
   M residue-class prefix sums shifted by T for the far part, O(B N (T + M));
 * ``pos[phi]``: phi evaluated on the index vector.
 
-Any other guard takes the general path: the (query x key) guard matrix in chunks of queries,
+Any other guard, and a regular one whose table exceeds ``TABLE_CAP`` or whose T + M exceeds
+max(N, GENERAL_CHUNK) (the general path is cheaper then), takes the general path: the (query x key) guard
+matrix in chunks of queries,
 O(B N^2) time and O(N * chunk) memory. The naive evaluator in ``tests/naive.py`` is the
 specification all of these are tested against.
 """
