@@ -36,9 +36,8 @@ from typing import Sequence
 from hypothesis import strategies as st
 
 from . import ast as A
-from .expand import expand
 from .printer import module_to_str
-from .program import Program
+from .program import Program, parse
 from .typecheck import check_module, symbol_comparison
 
 __all__ = [
@@ -390,10 +389,11 @@ class _Gen:
 
 
 def program_from_module(module: A.Module) -> Program:
-    """A :class:`Program` from a surface module built in code (type-checked and expanded)."""
-    checked = check_module(module)
-    core = expand(module, checked)
-    return Program(module, checked, core, module_to_str(module))
+    """A :class:`Program` from a surface module built in code: its printed source, parsed (printing
+    and parsing give back an equal module), so that every node has a source span and an error a later
+    pass finds is located at a line and column (the module as built has no spans: the compiler's
+    "this comparison expands into more than 1024 ..." came without a place)."""
+    return parse(module_to_str(module))
 
 
 @st.composite

@@ -392,6 +392,27 @@ def test_strategy_arguments_are_checked_when_built():
     assert "<s>" in find(programs(special=("<s>",)), lambda p: True).symbols  # one symbol, not three
 
 
+def test_programs_built_in_code_have_located_errors():
+    """program_from_module parses the printed module, so a compile error is located (the fuzzing
+    helper's find: the module as built has no spans, and the ATOM_CAP error had no line or column)."""
+    import compiler
+    from rasp.strategies import program_from_module
+
+    def cnt(s):
+        return A.Count(None, A.Tok(A.SymLit(s)))
+
+    e = A.Max(cnt("a"), A.IntConst(1))
+    for k in range(2, 12):
+        e = A.Add(e, A.Max(cnt("ab"[k % 2]), A.IntConst(k)))
+    p = program_from_module(A.Module((A.AlphabetDecl(("a", "b")), A.Definition("P", (), A.Compare(">", e, A.IntConst(3))))))
+    try:
+        compiler.compile(p)
+    except rasp.RaspError as exc:
+        assert exc.span is not None and exc.span.line == 2, exc.render()
+    else:
+        raise AssertionError("expected the 1024-comparison refusal")
+
+
 def test_kinds_of_a_module_and_of_its_program_agree():
     """``kinds(module)`` types the module itself (it took every reference for a bool: ``C == D``
     over counts was ``bool==``)."""
