@@ -236,6 +236,21 @@ def equality_offset(rel: A.PosExpr) -> int | None:
     return int(d) if d.denominator == 1 and d >= 0 else None
 
 
+def select_comparison(rel: A.PosExpr) -> bool:
+    """Whether ``rel`` is one comparison (or its negation) whose sides are each a linear term
+    (:func:`_term`, no ``%`` or ``/`` part) that is a constant or one index plus a constant
+    (``j <= 3``, ``j + 1 < i``, ``i - 2 == j``): what one RASP-L select computes (theory.md: RASP-L
+    compares indices, possibly after adding a constant)."""
+    while isinstance(rel, A.PNot):
+        rel = rel.operand
+    if not isinstance(rel, A.PCmp):
+        return False
+    for t in (_term(rel.left), _term(rel.right)):
+        if isinstance(t, _Poly) or t.lo != 0 or t.hi != 0 or t.period != 1 or (t.a, t.b) not in ((0, 0), (1, 0), (0, 1)):
+            return False
+    return True
+
+
 def _constant_on_domain(op: str, a, b, c, lo, hi) -> bool | None:
     """The value of ``t op 0`` when it is the same at every 0 <= j <= i, else None.
 

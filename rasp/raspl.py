@@ -73,7 +73,7 @@ from fractions import Fraction
 from . import ast as A
 from .errors import ExpansionError, RaspError, Span, TooLargeError
 from .expand import expand
-from .guards import int64_op, wrap64
+from .guards import int64_op, select_comparison, wrap64
 from .program import Program
 from .typecheck import check_module, symbol_comparison
 
@@ -146,42 +146,6 @@ def _affine(body, param: str) -> tuple[int, int] | None:
         if y[0] == 0:
             return y[1] * x[0], y[1] * x[1]
     return None
-
-
-def _index_side(r) -> tuple[int, int, int] | None:
-    """(a, b, c) when a side of a guard comparison is exactly a*i + b*j + c (+ - and constant *)."""
-    if isinstance(r, A.PInt):
-        return 0, 0, r.value
-    if isinstance(r, A.PVar):
-        return (1, 0, 0) if r.name == "i" else (0, 1, 0)
-    if isinstance(r, A.PNeg):
-        t = _index_side(r.operand)
-        return None if t is None else (-t[0], -t[1], -t[2])
-    if isinstance(r, A.PBin) and r.op in "+-*":
-        x, y = _index_side(r.left), _index_side(r.right)
-        if x is None or y is None:
-            return None
-        if r.op == "+":
-            return x[0] + y[0], x[1] + y[1], x[2] + y[2]
-        if r.op == "-":
-            return x[0] - y[0], x[1] - y[1], x[2] - y[2]
-        if x[:2] == (0, 0):
-            return x[2] * y[0], x[2] * y[1], x[2] * y[2]
-        if y[:2] == (0, 0):
-            return y[2] * x[0], y[2] * x[1], y[2] * x[2]
-    return None
-
-
-def _select_comparison(r) -> bool:
-    """A guard that one RASP-L select computes: a comparison (or its negation) whose sides are each a
-    constant or one index plus a constant (``j <= 3``, ``j + 1 < i``, ``i - 2 == j``): theory.md's
-    RASP-L compares indices, possibly after adding a constant."""
-    while isinstance(r, A.PNot):
-        r = r.operand
-    if not isinstance(r, A.PCmp):
-        return False
-    sides = _index_side(r.left), _index_side(r.right)
-    return all(s is not None and s[:2] in ((0, 0), (1, 0), (0, 1)) for s in sides)
 
 
 def _body_is_bool(r) -> bool:
@@ -301,7 +265,7 @@ class _Conformance:
         else:
             t = regular_table(rel.expr)
             period = None if t is None else t.period
-        if period is None and not unary and _select_comparison(rel.expr):
+        if period is None and not unary and select_comparison(rel.expr):
             return  # j <= 3, j + 1 < i: one select over (shifted) indices and constants
         if period is None:
             self.reason("RASP-L: indices", f"this {'positional predicate' if unary else 'guard'} depends on "

@@ -36,6 +36,8 @@ from typing import Sequence
 from hypothesis import strategies as st
 
 from . import ast as A
+from .errors import RaspError
+from .expand import check_alphabet_override
 from .printer import module_to_str
 from .program import Program, parse
 from .typecheck import check_module, symbol_comparison
@@ -430,22 +432,18 @@ def programs(
 
 
 def _symbols(what: str, symbols, *, empty: bool = False, declared: bool = True) -> tuple[str, ...]:
-    """Distinct symbols an input can hold (non-empty strings without whitespace) and, when
-    ``declared``, a program's text can declare (no double quote: the printed program would not parse
-    back). A string is not a list of symbols (``"<s>"`` is one symbol, not three)."""
-    if isinstance(symbols, str):
-        raise ValueError(f"{what}: give a list of symbols, not the string {symbols!r}")
-    symbols = tuple(symbols)
+    """Symbols as ``expand.check_alphabet_override`` accepts them (a list, not a string; each a
+    non-empty string without whitespace; none twice), at least one unless ``empty``, and, when
+    ``declared``, without a double quote (a program's printed text would not parse back)."""
+    try:
+        symbols = check_alphabet_override(symbols, ())
+    except RaspError as exc:
+        raise ValueError(f"{what}: {exc.message}") from None
     if not symbols and not empty:
         raise ValueError(f"{what}: give at least one symbol")
-    if len(set(symbols)) != len(symbols):
-        raise ValueError(f"{what}: the symbols must be distinct")
-    for s in symbols:
-        problem = A.symbol_problem(s)
-        if problem is None and declared and '"' in s:
-            problem = "contains a double quote"
-        if problem is not None:
-            raise ValueError(f"{what}: symbol {s!r} {problem}")
+    quoted = [s for s in symbols if declared and '"' in s]
+    if quoted:
+        raise ValueError(f"{what}: symbol {quoted[0]!r} contains a double quote")
     return symbols
 
 

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .ast import SELECTOR, AlphabetDecl
+from .ast import SELECTOR
 from .program import Program, split_tokens
 
 
@@ -60,10 +60,19 @@ def trace_rows(program: Program, tokens, generated: Sequence[str] = ()
 def _alphabet_note(program: Program) -> str | None:
     """The data alphabet the trace ran over, when it is not the one the program text declares
     (``--alphabet``)."""
-    declared = next((s.symbols for s in program.module.statements if isinstance(s, AlphabetDecl)), None)
-    if declared is not None and tuple(declared) != tuple(program.alphabet):
+    declared = program.checked.alphabet
+    if declared is not None and tuple(declared.symbols) != tuple(program.alphabet):
         return "alphabet used (--alphabet): " + " ".join(program.alphabet)
     return None
+
+
+def _tables(program: Program, inputs: Sequence, labels: Sequence[str] | None,
+            generated: Sequence[Sequence[str]] | None):
+    """Per input: (label, the prompt's tokens, the generated ones, every token, rows of trace_rows)."""
+    for k, tokens in enumerate(inputs):
+        gen = list(generated[k]) if generated is not None else []
+        toks, rows = trace_rows(program, tokens, gen)
+        yield (labels[k] if labels is not None else f"input {k + 1}"), toks[:len(toks) - len(gen)], gen, toks, rows
 
 
 def trace_text(program: Program, inputs: Sequence, *, labels: Sequence[str] | None = None,
@@ -74,9 +83,7 @@ def trace_text(program: Program, inputs: Sequence, *, labels: Sequence[str] | No
     note = _alphabet_note(program)
     if note:
         blocks.append(note)
-    for k, tokens in enumerate(inputs):
-        gen = list(generated[k]) if generated is not None else []
-        toks, rows = trace_rows(program, tokens, gen)
+    for label, prompt, gen, toks, rows in _tables(program, inputs, labels, generated):
         header = ["pos", *[str(p) for p in range(len(toks))]]
         table = [header, ["token", *toks]]
         if gen:
@@ -86,8 +93,7 @@ def trace_text(program: Program, inputs: Sequence, *, labels: Sequence[str] | No
         lines = ["  ".join(cell.rjust(w) if c else cell.ljust(w) for c, (cell, w) in enumerate(zip(r, widths)))
                  for r in table]
         lines.insert(3 if gen else 2, "-" * len(lines[0]))
-        label = labels[k] if labels is not None else f"input {k + 1}"
-        blocks.append(f"{label}: {' '.join(split_tokens(tokens))}\n" + "\n".join(lines))
+        blocks.append(f"{label}: {' '.join(prompt)}\n" + "\n".join(lines))
     return "\n\n".join(blocks) + "\n"
 
 
@@ -116,12 +122,9 @@ def trace_html(program: Program, inputs: Sequence, title: str = "C-RASP trace", 
     if note:
         parts.append(f"<p>{html.escape(note)}</p>")
     outputs = set(program.core.output.names)
-    for n, tokens in enumerate(inputs):
-        gen = list(generated[n]) if generated is not None else []
-        toks, rows = trace_rows(program, tokens, gen)
-        first_gen = len(toks) - len(gen)
-        label = labels[n] if labels is not None else f"input {n + 1}"
-        parts.append(f"<table><caption>{html.escape(label)}: {html.escape(' '.join(toks[:first_gen]))}"
+    for label, prompt, gen, toks, rows in _tables(program, inputs, labels, generated):
+        first_gen = len(prompt)
+        parts.append(f"<table><caption>{html.escape(label)}: {html.escape(' '.join(prompt))}"
                      + (f" (then generated: {html.escape(' '.join(gen))})" if gen else "") + "</caption>")
         parts.append("<tr><th>position</th>" + "".join(f"<th>{p}</th>" for p in range(len(toks))) + "</tr>")
         heads = ("<th class='gen'>" if p >= first_gen else "<th>" for p in range(len(toks)))

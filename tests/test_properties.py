@@ -377,9 +377,9 @@ def test_strategy_arguments_are_checked_when_built():
     for kwargs, word in [
         ({"alphabet": ("a b", "c")}, "whitespace"), ({"alphabet": ("", "b")}, "empty"),
         ({"alphabet": ('"', "b")}, "double quote"), ({"alphabet": (1, 2)}, "not a string"),
-        ({"alphabet": "ab"}, "not the string"), ({"special": "<s>"}, "not the string"),
+        ({"alphabet": "ab"}, "not one string"), ({"special": "<s>"}, "not one string"),
         ({"special": ("a b",)}, "whitespace"), ({"special": ("a",)}, "both"),
-        ({"alphabet": ("a", "a")}, "distinct"), ({"alphabet": ()}, "at least one"),
+        ({"alphabet": ("a", "a")}, "twice"), ({"alphabet": ()}, "at least one"),
         ({"max_defs": 0}, "max_defs"), ({"max_depth": -1}, "max_depth"), ({"max_size": 0}, "max_size"),
     ]:
         with pytest.raises(ValueError, match=word):
