@@ -46,10 +46,20 @@ pack_out_dir() {
 }
 # step NAME SECONDS COMMAND...: runs one command (not a shell function: "${RASP[@]}" for the CLI) under a
 # time limit; its exit status goes to $OUT/summary.txt and into STATUS (the largest), the script's own.
+# Every limit is also cut to what is left of DEADLINE seconds (default 560) from when this file was
+# sourced, so the steps together stay inside a 10-minute device call and the packing still runs.
 STATUS=0
+DEADLINE_AT=$(( $(date +%s) + ${DEADLINE:-560} ))
 step() {
   local name=$1 limit=$2
   shift 2
+  local left=$(( DEADLINE_AT - $(date +%s) ))
+  [ "$left" -lt "$limit" ] && limit=$left
+  if [ "$limit" -le 0 ]; then
+    echo "$name: not run (DEADLINE reached), exit 124" >> "$OUT/summary.txt"
+    STATUS=124
+    return 0
+  fi
   echo "== $name" >&2  # (stderr: a step's stdout may be redirected to its JSON file)
   timeout --kill-after=10 "$limit" "$@"
   local rc=$?

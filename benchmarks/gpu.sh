@@ -7,7 +7,7 @@
 #   PACK=1 benchmarks/gpu.sh DIR       (DIR gets results.tar.gz and summary.txt only: the lent machine
 #                                       returns at most 8 files)
 #
-# Needs one CUDA GPU. Steps (about 6 minutes with the default budget; each step has a time limit, so a
+# Needs one CUDA GPU. Steps (about 6 minutes with the default budget, estimated from the budgets, not yet run on a GPU; each step has a time limit, so a
 # slow one cannot use up a 10-minute device call, and every result is written as soon as it exists):
 #   1. the CUDA tests (sdpa/scan on the GPU equal the CPU model; 2^18 tokens exact in float32/bfloat16);
 #   2. `rasp verify --find-limit` on CUDA for Dyck-1 and the seed tasks (UR, UL, NRFirst, NLFirst with the
