@@ -92,7 +92,7 @@ def task_for(program: Program):
     if fn is None:
         return None
     try:
-        return fn(program.filename)
+        return fn(program.filename, program.source)
     except Exception:  # noqa: BLE001
         return None
 

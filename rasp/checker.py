@@ -435,7 +435,7 @@ def task_result(program: Program, task=None) -> TaskResult | None:
         if task is not None:
             task = tasks.get(task)  # an unknown name is a RaspError with a suggestion
         elif program.filename:
-            task = tasks.task_for_program(Path(program.filename))
+            task = tasks.task_for_program(Path(program.filename), program.source)
         if task is None:
             return None
     return TaskResult(

@@ -1217,16 +1217,35 @@ def get(name: str) -> Task:
     raise RaspError(f"unknown task '{name}'", hint=hint)
 
 
-def task_for_program(path) -> Task | None:
-    """The registered task whose bundled program file is ``path`` (absolute, or relative to the
-    current directory, as it was loaded), or None. Only that file: a user's own ``programs/nf.rasp``
-    in another folder is not the bundled NF program (it got NF's published result and a warning
-    that it cannot compute the task)."""
+def task_for_program(path, source: str | None = None) -> Task | None:
+    """The registered task whose bundled program is ``path`` (absolute, or relative to the current
+    directory, as it was loaded), or a file with exactly its text (``source``, else the file's text,
+    is compared): a copy of ``programs/`` elsewhere still samples its task's inputs. Else None: a
+    user's own ``programs/nf.rasp`` in another folder that differs from the bundled NF program is not
+    it (it got NF's published result and a warning that it cannot compute the task)."""
     p = (Path.cwd() / Path(path)).resolve()
     for t in TASKS.values():
         if t.program and (REPO_ROOT / t.program).resolve() == p:
             return t
-    return None
+    if source is None:
+        try:
+            source = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+    return _bundled_texts().get(source)
+
+
+@lru_cache(maxsize=None)
+def _bundled_texts() -> dict[str, Task]:
+    """Each bundled program's text -> its task (the first task that names the file)."""
+    out: dict[str, Task] = {}
+    for t in TASKS.values():
+        if t.program:
+            try:
+                out.setdefault((REPO_ROOT / t.program).read_text(encoding="utf-8"), t)
+            except OSError:  # an installed copy without programs/: match by path only
+                pass
+    return out
 
 
 def bin_of(length: int) -> int:

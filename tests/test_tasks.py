@@ -105,6 +105,11 @@ def test_programs_match_their_tasks(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     assert T.task_for_program("programs/nf.rasp") is None
     assert T.task_for_program(path) is t  # the bundled file by its absolute path still is
+    # a copy with exactly the bundled text is the bundled program (a copy of programs/ elsewhere)
+    (tmp_path / "programs" / "ur.rasp").write_text((ROOT / "programs" / "ur.rasp").read_text())
+    assert T.task_for_program("programs/ur.rasp") is T.get("UR")
+    assert T.task_for_program("programs/other.rasp", source=(ROOT / "programs" / "ur.rasp").read_text()) is T.get("UR")
+    assert T.task_for_program("programs/missing.rasp") is None
 
 
 def test_get_unknown_task():
