@@ -181,6 +181,36 @@ def test_score_positions_backward():
     assert S.score_positions(3, "forward") == [(5, 2, 1), (6, 3, 2)]
 
 
+def test_scores_without_pairs_are_none_not_zero():
+    # N = 1: no query at all; a backward copy of N = 2: one query, whose induction key is <sep>
+    one = S.head_scores([np.ones((1, 1, 3, 3)) / 3], [1], "forward")
+    assert one["induction"] is None and one["anti_induction"] is None
+    assert one["uniform"] == {"induction": None, "anti_induction": None}
+    assert one["pairs"] == {"induction": 0, "anti_induction": 0}
+    assert S.top_heads(one, "induction") == []
+    two = S.head_scores([np.ones((1, 2, 5, 5)) / 5], [2], "backward")
+    assert two["induction"] is None and two["uniform"]["induction"] is None
+    assert two["anti_induction"] == [[0.2, 0.2]] and two["uniform"]["anti_induction"] == 0.2
+    json.dumps(one), json.dumps(two)  # null in the report
+
+
+def test_score_direction_is_checked():
+    for bad in ("Forward", "nonsense"):
+        with pytest.raises(ValueError, match="direction"):
+            S.score_positions(3, bad)
+        with pytest.raises(ValueError, match="direction"):
+            S.head_scores([np.ones((1, 1, 7, 7)) / 7], [3], bad)
+
+
+def test_compiled_head_ranges():
+    info = {"program": "uf.rasp", "alphabet": ["a", "b"], "summary": "s",
+            "layers": [{"layer": 1, "predecessor": [], "other": [],
+                        "bigram": [[1, "x"], [2, "x"], [3, "x"], [5, "y"], [7, "z"]],
+                        "start": [[0, "s"], [4, "s"], [6, "s"]]}]}
+    line = S.compiled_heads_text(info)[1]
+    assert "5 bigram heads (H1-3,5,7, e.g. x)" in line and "3 start heads (H0,4,6, e.g. s)" in line
+
+
 def test_copy_direction():
     assert S.copy_direction(UF) == "forward"
     assert S.copy_direction(UB) == "backward"

@@ -243,10 +243,14 @@ def print_result(result: dict) -> None:
               f"{'' if s['success'] else ' (failed)'}  {accs}")
         if "scores" in s:
             sc = s["scores"]
-            ind = ", ".join(f"{h} {v:.2f}" for h, v in top_heads(sc, "induction"))
-            anti = ", ".join(f"{h} {v:.2f}" for h, v in top_heads(sc, "anti_induction"))
-            print(f"    top induction heads: {ind}; top anti-induction heads: {anti} "
-                  f"(uniform attention: {sc['uniform']['induction']:.2f})")
+            parts = []
+            for key, name in (("induction", "induction"), ("anti_induction", "anti-induction")):
+                if sc[key] is None:  # no (query, key) pair at these lengths: not a measured 0
+                    parts.append(f"top {name} heads: n/a (no pairs)")
+                    continue
+                tops = ", ".join(f"{h} {v:.4f}" for h, v in top_heads(sc, key))
+                parts.append(f"top {name} heads: {tops} (uniform attention: {sc['uniform'][key]:.4f})")
+            print("    " + "; ".join(parts))
     if "compiled_heads" in result:
         from ..learn.scores import compiled_heads_text
         for line in compiled_heads_text(result["compiled_heads"]):

@@ -12,8 +12,11 @@ model input (y_1 .. y_{N-1}: each one's position predicts the next copied token)
 - the **same** source token ``x_{src(k)}`` (anti-induction: the match itself, whose predecessor
   backward copying reads).
 
-Pairs whose key would fall outside the source (x_{N+1} is ``<sep>``) are left out. For comparison,
-``uniform`` is the score a head that attends uniformly over its prefix would get.
+Pairs whose key would fall outside the source (x_{N+1} is ``<sep>``) are left out. The mean is
+pooled over all (sample, query) pairs, so a longer sample weighs more. For comparison, ``uniform`` is
+the score a head that attends uniformly over its prefix (``<bos>`` included) would get, per score: the
+two differ for backward copies, where the induction score leaves the query y_1 out. A score with no
+pair at all (N <= 2 for a backward copy's induction score, N = 1 for both) is ``None``, not 0.
 """
 from __future__ import annotations
 
@@ -51,8 +54,13 @@ def copy_direction(task, n: int = 6) -> str | None:
     return dirs.pop() if len(dirs) == 1 else None
 
 
+DIRECTIONS = ("forward", "backward")
+
+
 def score_positions(n_source: int, direction: str) -> list[tuple[int, int | None, int]]:
     """(query index, induction key index or None, anti-induction key index) for one sample."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
     out = []
     for k in range(1, n_source):                      # y_1 .. y_{N-1}
         q = n_source + 1 + k
@@ -84,19 +92,24 @@ def _merge(a: dict | None, b: dict) -> dict:
 
 
 def _finish(acc: dict, direction: str) -> dict:
-    ni, na = max(acc["ni"], 1), max(acc["na"], 1)
+    """Means over the pairs; None (JSON null) for a score without pairs (not a measured 0)."""
+    ni, na = acc["ni"], acc["na"]
     return {
         "direction": direction,
-        "induction": (acc["ind"] / ni).round(4).tolist(),
-        "anti_induction": (acc["anti"] / na).round(4).tolist(),
-        "uniform": {"induction": round(acc["ui"] / ni, 4), "anti_induction": round(acc["ua"] / na, 4)},
-        "pairs": {"induction": acc["ni"], "anti_induction": acc["na"]},
+        "induction": (acc["ind"] / ni).round(4).tolist() if ni else None,
+        "anti_induction": (acc["anti"] / na).round(4).tolist() if na else None,
+        "uniform": {"induction": round(acc["ui"] / ni, 4) if ni else None,
+                    "anti_induction": round(acc["ua"] / na, 4) if na else None},
+        "pairs": {"induction": ni, "anti_induction": na},
     }
 
 
 def head_scores(attn: list[np.ndarray], n_sources: list[int], direction: str) -> dict:
     """Scores from attention patterns: ``attn[l]`` is (B, H, T, T); sample b has ``n_sources[b]``
-    source tokens. Returns {"induction": L x H, "anti_induction": L x H, "uniform": {...}, ...}."""
+    source tokens. Returns {"induction": L x H, "anti_induction": L x H, "uniform": {...}, ...}
+    (a score without pairs is None). ``direction``: "forward" or "backward" (else ValueError)."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
     return _finish(_sums(attn, n_sources, direction), direction)
 
 
@@ -121,7 +134,10 @@ def copy_scores(model, task, vocab: D.Vocab, direction: str, cfg, device) -> dic
 
 
 def top_heads(scores: dict, key: str, k: int = 3) -> list[tuple[str, float]]:
-    """The k heads with the highest score ``key`` as ("L{layer}H{head}", score), layers 0-based."""
+    """The k heads with the highest score ``key`` as ("L{layer}H{head}", score), layers 0-based;
+    none when the score has no pairs."""
+    if scores[key] is None:
+        return []
     m = np.array(scores[key])
     flat = sorted(((float(m[l, h]), l, h) for l in range(m.shape[0]) for h in range(m.shape[1])), reverse=True)
     return [(f"L{l}H{h}", v) for v, l, h in flat[:k]]
@@ -185,6 +201,17 @@ def compiled_heads(task, n_symbols: int = 4) -> dict:
     return {"program": str(path.name), "alphabet": alph, "summary": model.summary(), "layers": out}
 
 
+def _index_ranges(heads: list[int]) -> str:
+    """Head indices as ranges: ``H1-4,6-9,11`` (a role's heads interleave with another's)."""
+    runs: list[list[int]] = []
+    for h in sorted(heads):
+        if runs and h == runs[-1][1] + 1:
+            runs[-1][1] = h
+        else:
+            runs.append([h, h])
+    return "H" + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def compiled_heads_text(info: dict) -> list[str]:
     if "error" in info:  # out-of-class tasks have no exact model to compare with: not a failure
         why = info["error"].split(": ", 1)[-1] if info["error"] != "no program" else "the task has no program"
@@ -195,8 +222,7 @@ def compiled_heads_text(info: dict) -> list[str]:
         for role in ROLES:
             hs = layer[role]
             if hs:
-                ex = hs[0][1]
                 parts.append(f"{len(hs)} {role} head{'s' if len(hs) > 1 else ''} "
-                             f"(H{hs[0][0]}{'..' if len(hs) > 1 else ''}, e.g. {ex})")
+                             f"({_index_ranges([h for h, _ in hs])}, e.g. {hs[0][1]})")
         lines.append(f"  layer {layer['layer']}: " + ("; ".join(parts) if parts else "no heads"))
     return lines

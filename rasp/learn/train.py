@@ -313,7 +313,8 @@ def run_task(task, cfg: TrainConfig, device="auto", progress: bool = True, log=N
     t0 = time.time()
     ds = build_datasets(task, vocab, cfg)
     seeds, head_scores = [], []
-    direction = S.copy_direction(task) if task.kind == "generate" else None
+    # a property of the task, not of the alphabet: over one symbol every copy reads both ways
+    direction = S.copy_direction(getattr(task, "_task", task)) if task.kind == "generate" else None
     for seed in range(cfg.first_seed, cfg.first_seed + cfg.seeds):
         model, res = train_seed(task, vocab, ds, cfg, seed, dev, progress, log)
         if scores and direction is not None:
