@@ -320,7 +320,8 @@ def eval_function(rel: A.PosExpr, env: dict):
     if isinstance(rel, A.PVar):
         return env[rel.name]
     if isinstance(rel, A.PNeg):
-        return -ev(rel.operand)
+        x = ev(rel.operand)
+        return wrap64(-x) if type(x) is int else -x  # -(-2^63) wraps, as int64 negation does
     if isinstance(rel, A.PBin):
         x, y = ev(rel.left), ev(rel.right)
         if type(x) is int and type(y) is int:  # constants: as int64 arithmetic would compute them (it wraps)

@@ -220,8 +220,8 @@ class _Selector:
                 q = np.abs(num) // np.maximum(w, 1)  # int() truncates toward zero
                 val = np.where(num < 0, -q, q)
             else:
-                big = np.iinfo(np.int64).max
-                fill = -big if reduction == "max" else big
+                # the extreme int64 values: a selected value equal to the filler still wins
+                fill = np.iinfo(np.int64).min if reduction == "max" else np.iinfo(np.int64).max
                 vals = np.where(m, values[:, None, :], fill)
                 val = vals.max(axis=2) if reduction == "max" else vals.min(axis=2)
             out[:, s:e] = np.where(has, val, default)

@@ -107,6 +107,14 @@ WRAP = map(x -> x * 2147483647 * 2147483647 + 5, indices)
 NEGW = map(x -> 0 - x * 2147483647 * 2147483647 * 3, indices)
 ok = ALL > 0 || SAME < 0 || WRAP > NEGW
 """,
+    "int64_extremes": """\
+alphabet a b c
+MIN = map(x -> 65536 * 65536 * 65536 * 32768 + x % 2, tokens)
+MX = aggregate(select(indices, indices, ==), MIN, max, 3)
+MN = aggregate(select(tokens, tokens, ==), map(x -> 0 - x - 1, MIN), min, 4)
+NEG = map(x -> -(0 - 65536 * 65536 * 65536 * 32768) + x, indices)
+ok = MX == MIN && MN < 0 || NEG < 0
+""",
     "generator": """\
 alphabet a b c
 N = selector_width(select(indices, indices, true))
