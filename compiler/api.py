@@ -234,9 +234,13 @@ class CompiledModel:
     def encode(self, tokens) -> list[int]:
         return [int(x) for x in self.program.encode(tokens)]
 
+    def encode_batch(self, inputs) -> list[list[int]]:
+        """:meth:`encode` of each input; an error in a batch of several says which one."""
+        return [[int(x) for x in s] for s in self.program.encode_batch(inputs)]
+
     def outputs(self, inputs: Sequence, *, device=None, dtype="float32", backend: str = "auto") -> list[np.ndarray]:
         """The output bools at every position: one (n_i, n_outputs) array per input."""
-        return self._outputs([self.encode(t) for t in inputs], device, dtype, backend)
+        return self._outputs(self.encode_batch(inputs), device, dtype, backend)
 
     def _outputs(self, seqs: list[list[int]], device, dtype, backend: str) -> list[np.ndarray]:
         import torch
@@ -268,7 +272,7 @@ class CompiledModel:
 
         kind = self.kind
         bound = max_length_of(self)  # a bounded RASP-L model's N
-        seqs = [self.encode(t) for t in inputs]
+        seqs = self.encode_batch(inputs)
         if bound is not None and max(map(len, seqs)) > bound:
             warnings.warn(f"an input is longer than this bounded model's {bound} tokens: its output there is not "
                           "the program's (rasp verify shows where it differs)", RuntimeWarning, stacklevel=2)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -108,7 +109,20 @@ class Program:
         """Every definition at every position for a batch: name -> (B, N) array (rows right-padded);
         a RASP-L selector definition's value is an ``interp._Selector`` (its ``masks()`` give the
         selected keys chunk by chunk, not an (B, N, N) array)."""
-        return evaluate(self.core, make_batch([self.encode(t) for t in inputs]))
+        return evaluate(self.core, make_batch(self.encode_batch(inputs)))
+
+    def encode_batch(self, inputs: Sequence[Tokens]) -> list[np.ndarray]:
+        """:meth:`encode` of each input; in a batch of several, an error says which input (0-based)."""
+        out = []
+        for k, t in enumerate(inputs):
+            try:
+                out.append(self.encode(t))
+            except RaspError as exc:
+                if len(inputs) > 1:
+                    exc.message = f"input {k} (of {len(inputs)}, counted from 0): {exc.message}"
+                    exc.args = (exc.message,)
+                raise
+        return out
 
     def run(self, tokens: Tokens, *, max_new: int | None = None):
         """The output value for one input (see :func:`run`)."""
@@ -119,7 +133,7 @@ class Program:
         check_batch(inputs, max_new)
         if len(inputs) == 0:
             return []
-        seqs = [self.encode(t) for t in inputs]
+        seqs = self.encode_batch(inputs)
         kind = self.core.output.kind
         if kind == "generate":
             return self._generate(seqs, max_new)
@@ -137,23 +151,43 @@ class Program:
     def _generate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
         """Greedy decoding: append the first symbol whose NEXT holds at the last position.
 
-        Two equivalent strategies: re-evaluating the whole core program after every token
-        (:meth:`_generate_reevaluate`; cheap for a few tokens of a small program), and incremental
-        evaluation (:mod:`rasp.stream`: one position at a time, vectorized over the batch and over
-        family instances; cheap for long outputs and large families). C-RASP programs with a small core
-        re-evaluate for the first :data:`REEVALUATE_STEPS` tokens (retrieval and majority answers end
-        there) and stream the rest; large ones stream from the start. Both give the same tokens."""
+        Two equivalent strategies: re-evaluating the whole program after every token (vectorized over
+        the positions: a step costs O(N) per core definition) and incremental evaluation
+        (:mod:`rasp.stream`: one position at a time, vectorized over the batch and over family
+        instances, so it first walks the whole prompt and then costs O(1) per token). Which is cheaper
+        depends on how many tokens come, which is not known in advance; so re-evaluation goes on while
+        the time it has taken, plus the next step's, stays under what streaming from the start would
+        cost (:func:`stream_estimate`), then the rows still generating stream (the rule of renting
+        until the rent paid reaches the price of buying: never more than about twice the cheaper
+        strategy's cost, whatever the answer's length). A retrieval or majority answer after a long
+        prompt is a few re-evaluations; a copy over a large family streams at once. Both strategies
+        give the same tokens (the tests compare them); only the time differs."""
         from . import stream
 
         limits = generation_limits(seqs, max_new)
         if not stream.supports(self):
             return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
-        k = REEVALUATE_STEPS if len(self.core.defs) <= REEVALUATE_MAX_DEFS else 0
-        first = self._reevaluate_ids(seqs, [min(n, k) for n in limits]) if k else [[] for _ in seqs]
-        more = [r for r in range(len(seqs)) if len(first[r]) == k and limits[r] > k]
+        n = max((len(s) for s in seqs), default=0)
+        budget = stream_estimate(self, n)
+        # the first step's cost from the program's size, each next one's from the last step's time
+        step = REEVALUATE_STEP_S * len(self.core.defs)
+        spent = 0.0
+        clock: float | None = None
+
+        def go_on() -> bool:
+            nonlocal step, spent, clock
+            now = _clock()
+            if clock is not None:
+                step = now - clock
+                spent += step
+            clock = now
+            return spent + step <= budget
+
+        first, active = self._reevaluate_ids(seqs, limits, go_on=go_on, with_active=True)
+        more = [r for r in active if len(first[r]) < limits[r]]
         if more:
             rest = stream.generate(self, [np.concatenate([seqs[r], np.asarray(first[r], dtype=np.int64)])
-                                          for r in more], [limits[r] - k for r in more])
+                                          for r in more], [limits[r] - len(first[r]) for r in more])
             for r, g in zip(more, rest):
                 first[r] = first[r] + g
         return self._ids_to_symbols(first)
@@ -166,13 +200,15 @@ class Program:
     def _ids_to_symbols(self, generated: list[list[int]]) -> list[list[str]]:
         return [[self.symbols[k] for k in g] for g in generated]
 
-    def _reevaluate_ids(self, seqs: list[np.ndarray], limits: list[int]) -> list[list[int]]:
+    def _reevaluate_ids(self, seqs: list[np.ndarray], limits: list[int], go_on=None, with_active: bool = False):
+        """Greedy decoding by re-evaluation. ``go_on()``, asked before every step, may stop it early:
+        then (with ``with_active``) the rows still generating are returned beside the tokens."""
         generated: list[list[int]] = [[] for _ in seqs]
         active = list(range(len(seqs)))
         current = [list(s) for s in seqs]
         while active:
             active = [r for r in active if len(generated[r]) < limits[r]]
-            if not active:
+            if not active or (go_on is not None and not go_on()):
                 break
             batch = make_batch([current[r] for r in active])
             values = evaluate(self.folded_core, batch)
@@ -187,13 +223,26 @@ class Program:
                 generated[r].append(sid)
                 still.append(r)
             active = still
-        return generated
+        return (generated, active) if with_active else generated
 
 
-#: generation re-evaluates small programs for this many tokens before streaming (see Program._generate)
-REEVALUATE_STEPS = 4
-#: ... when the core program has at most this many definitions
-REEVALUATE_MAX_DEFS = 2000
+#: the cost model of :meth:`Program._generate`, measured on one core of the 2-core container (uf over
+#: 150 symbols, ur, a one-definition program; prompts of 16 to 20,000 tokens): a re-evaluation step
+#: costs about 30 microseconds per core definition plus 15 ns per position and definition ...
+REEVALUATE_STEP_S = 30e-6
+#: ... and streaming about 50 microseconds per position and surface definition (the stream evaluates
+#: a family as one array, so its cost hardly depends on the alphabet)
+STREAM_POSITION_S = 50e-6
+
+
+_clock = time.perf_counter  # (tests replace it with a fake clock to choose where the switch falls)
+
+
+def stream_estimate(program, n: int) -> float:
+    """Seconds that streaming a batch whose longest prompt has ``n`` tokens costs before its first
+    new token (the stream walks the prompt position by position): the price re-evaluation is weighed
+    against."""
+    return STREAM_POSITION_S * max(1, len(program.checked.signatures)) * n
 
 
 def default_max_new(n: int) -> int:
@@ -203,7 +252,8 @@ def default_max_new(n: int) -> int:
 
 def generation_limits(seqs, max_new: int | None) -> list[int]:
     """The generation cap of each prompt: ``max_new``, or :func:`default_max_new` of its length."""
-    return [default_max_new(len(s)) if max_new is None else max_new for s in seqs]
+    # a Python int: a NumPy integer (np.uint8(250)) would overflow in the sums made from it
+    return [default_max_new(len(s)) if max_new is None else int(max_new) for s in seqs]
 
 
 def split_tokens(tokens: Tokens) -> list[str]:

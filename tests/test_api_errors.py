@@ -38,6 +38,18 @@ def test_max_new_must_be_a_count(ur, max_new):
     assert m.run("a b c a <sep> b", max_new=0) == p.run("a b c a <sep> b", max_new=0) == []
 
 
+def test_a_batch_error_names_its_input(ur):
+    p, m = ur
+    for run_batch in (p.run_batch, m.run_batch, p.evaluate):
+        with pytest.raises(RaspError, match=r"error: input 1 \(of 3, counted from 0\): empty input"):
+            run_batch(["a <sep> a", "", "b"])
+        with pytest.raises(RaspError, match=r"error: input 2 \(of 3, counted from 0\): token 'z'"):
+            run_batch(["a <sep> a", "b", "a z"])
+    for run in (p.run, m.run):  # one input: nothing to name
+        with pytest.raises(RaspError, match="error: empty input"):
+            run("")
+
+
 def test_inputs_of_the_wrong_type(ur):
     p, m = ur
     for call in (lambda: m.run_batch("a b"), lambda: p.run_batch("a b")):

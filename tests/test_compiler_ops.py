@@ -262,6 +262,19 @@ def test_generator_run_matches_interpreter_and_max_new():
         assert mc.run(toks, max_new=2) == rasp.run(copy, toks, max_new=2)
 
 
+def test_max_new_as_a_numpy_integer():
+    """A NumPy integer limit is read as a Python int: np.uint8(250) overflowed in the sum that sizes the
+    local heads' ring (offset 7 read the wrong slots), and np.int8(120) was a RuntimeError."""
+    p = rasp.parse('alphabet a b c\nF[x] = exists[j == i - 7] Q[x]\n'
+                   'NEXT[x] = (F[x] || !exists[j == i - 7] true && x == "b") && #true < 30\noutput generate NEXT\n')
+    m = compiler.compile(p)
+    prompt = "a b c a c c b a b c"
+    want = rasp.run(p, prompt, max_new=250)
+    assert len(want) == 20
+    for k in (np.uint8(250), np.int16(250), np.int8(120)):
+        assert m.run(prompt, max_new=k) == rasp.run(p, prompt, max_new=k) == want
+
+
 @settings(max_examples=40)
 @given(programs(alphabet=("a", "b"), fragment="C-RASP[periodic,local]", max_depth=3, max_size=20),
        st.integers(0, 2**31 - 1))

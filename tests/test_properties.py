@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import rasp
 from rasp import ast as A
+from rasp import stream
 from rasp.parser import parse_module
 from rasp.printer import expr_to_str, module_to_str
 from rasp.rewrite import rewrite_core, rewrite_module
@@ -190,6 +191,10 @@ def _check_against_naive(p: rasp.Program, batch: list[list[str]]):
             assert got == column, (name, tokens)
     got = p.run_batch(batch, max_new=MAX_NEW)
     assert got == [naive_output(p.core, t, max_new=MAX_NEW) for t in batch]
+    if p.output_kind == "generate" and stream.supports(p):  # both strategies run_batch may take
+        seqs = [p.encode(t) for t in batch]
+        assert p._ids_to_symbols(stream.generate(p, seqs, [MAX_NEW] * len(seqs))) == got
+        assert p._generate_reevaluate(seqs, MAX_NEW) == got
 
 
 @given(st.data())

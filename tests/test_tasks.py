@@ -375,6 +375,54 @@ def test_stream_matches_program_evaluate():
         assert np.array_equal(np.asarray(want[k]), got[k]), k
 
 
+def _generations(p, seqs, max_new) -> list:
+    """The tokens of every way to generate: Program._generate as it chooses, only re-evaluation, only
+    streaming, and the switch from one to the other after 0, 1, 2 and 5 steps (a fake clock)."""
+    import rasp.program as P
+
+    limits = P.generation_limits(seqs, max_new)
+    outs = [p._generate(seqs, max_new), p._generate_reevaluate(seqs, max_new),
+            p._ids_to_symbols(stream.generate(p, seqs, limits))]
+    for k in (0, 1, 2, 5):
+        ticks = iter(range(10 ** 6))
+        saved = P._clock, P.stream_estimate, P.REEVALUATE_STEP_S
+        # each step "takes" 1 s and streaming "costs" k + 1/2 s: k steps are re-evaluated
+        P._clock, P.stream_estimate, P.REEVALUATE_STEP_S = (lambda: float(next(ticks))), (lambda prog, n: k + .5), 1.0 / len(p.core.defs)
+        try:
+            outs.append(p._generate(seqs, max_new))
+        finally:
+            P._clock, P.stream_estimate, P.REEVALUATE_STEP_S = saved
+    return outs
+
+
+def _same_generations(p, seqs, max_new):
+    outs = _generations(p, seqs, max_new)
+    assert all(o == outs[0] for o in outs), outs
+    return outs[0]
+
+
+def test_generation_switches_from_reevaluation_to_streaming(monkeypatch):
+    """The fake clock of _generations puts the switch where it says; and a long prompt with a short
+    answer is re-evaluated, a large family after a short prompt streamed at once (the real clock)."""
+    import rasp.program as P
+
+    p = rasp.parse('alphabet a b c\nNEXT[x] = x == "c" && #"c" < 10\noutput generate NEXT\n')
+    seqs = [p.encode("a b " * 20)]
+    calls = []
+    real = stream.generate
+    monkeypatch.setattr(stream, "generate", lambda prog, sq, lim: calls.append(len(sq[0])) or real(prog, sq, lim))
+    assert _same_generations(p, seqs, None) == [["c"] * 10]
+    # streaming, then the switches after 0, 1, 2 and 5 steps: each streams from where it stopped
+    assert calls[-5:] == [40, 40, 41, 42, 45]
+    calls.clear()
+    long = [p.encode("a b " * 20000)]
+    assert p._generate(long, None) == [["c"] * 10] and calls == []  # ten steps, no 40,000-position walk
+    big = program_of("UF", tuple(STANDARD_SYMBOLS[:30]))
+    assert P.REEVALUATE_STEP_S * len(big.core.defs) > P.stream_estimate(big, 31)
+    big._generate([big.encode(list(STANDARD_SYMBOLS[:30]) + ["<sep>"])], 3)
+    assert calls == [31]
+
+
 def _case_programs():
     import cases
 
@@ -394,8 +442,8 @@ def test_stream_matches_interpreter_on_shared_cases(source):
     p = rasp.parse(source)
     seqs = _stream_agrees(p, 11, n=4, max_len=30)
     if p.output_kind == "generate":
-        assert p._generate(seqs, None) == p._generate_reevaluate(seqs, None)
-        assert p._generate(seqs, 3) == p._generate_reevaluate(seqs, 3)
+        _same_generations(p, seqs, None)
+        _same_generations(p, seqs, 3)
 
 
 def test_stream_guards_windows_periods_and_general():
@@ -420,7 +468,7 @@ def test_stream_counts_a_guard_with_a_huge_table_by_its_general_path():
                    'NEXT[x] = (x == "a") == (Y < 2) && X < 100\noutput generate NEXT')
     _stream_agrees(p, 3, n=4, max_len=20)
     seqs = [p.encode(["a", "b"])]
-    assert p._generate(seqs, 8) == p._generate_reevaluate(seqs, 8)
+    _same_generations(p, seqs, 8)
     assert rasp.run(p, ["a", "b"], max_new=8) == ["a"] * 8
 
 
@@ -434,7 +482,7 @@ def test_stream_generation_equals_reevaluation(name):
                                                                         min(9, t.max_length(alphabet) or 30) + 1,
                                                                         size=12)]
     seqs = [p.encode(s.tokens) for s in samples]
-    assert p._generate(seqs, None) == p._generate_reevaluate(seqs, None) == [s.target for s in samples]
+    assert _same_generations(p, seqs, None) == [s.target for s in samples]
 
 
 # ============================================================================ symbol comparisons
