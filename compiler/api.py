@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import math
+import os
 import json
 import time
 import warnings
@@ -122,15 +124,23 @@ def model_config(program: Program, graph, plan, alloc, arch: dict, tensors: dict
         "definitions": definitions,
         "exact_dtypes": exact_dtypes(tensors),
         "exact_sum_positions": exact_sum_positions(tensors, arch),
-        "size": {
-            "layers": len(plan.layers),
-            "heads": plan.n_heads,
-            "d_model": alloc.d_model,
-            "mlp_width": plan.mlp_width,
-            "sign_width": plan.sign_width,
-            "parameters": int(sum(int(np.prod(shape)) for shape, _, _ in tensors.values())),
-            "nonzero": int(sum(len(vals) for _, _, vals in tensors.values())),
-        },
+        "size": size_of(arch, tensors),
+    }
+
+
+def size_of(arch: dict, tensors: dict) -> dict:
+    """The model's size (what ``rasp compile`` prints) from its architecture and weights: layers, heads,
+    d_model, the widest MLP and sign sublayer, parameters (dense count) and nonzero weights. Loading
+    recomputes it: config.json's copy is not covered by any hash."""
+    layers = arch["layers"]
+    return {
+        "layers": len(layers),
+        "heads": sum(len(spec["heads"]) for spec in layers),
+        "d_model": int(arch["d_model"]),
+        "mlp_width": max((int(spec["mlp"]) for spec in layers), default=0),
+        "sign_width": max((int(spec["sign"]) for spec in layers), default=0),
+        "parameters": int(sum(int(np.prod(shape)) for shape, _, _ in tensors.values())),
+        "nonzero": int(sum(len(vals) for _, _, vals in tensors.values())),
     }
 
 
@@ -330,10 +340,22 @@ class CompiledModel:
             # serialized here and written by Python: an unwritable path is then an OSError, and the file
             # gets the usual permissions (safetensors' own writer makes it readable by its owner only)
             blob = save(tensors, metadata={"format": meta})
-            (path / WEIGHTS_FILE).write_bytes(blob)
             digest = hashlib.sha256(blob).hexdigest()
             config = dict(self.config, weights_sha256=digest)
-            (path / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n")
+            # both files are written in full under temporary names first and then renamed over the old
+            # ones: a write that fails (a full disk) leaves a model already there as it was
+            parts = [(WEIGHTS_FILE, blob), (CONFIG_FILE, (json.dumps(config, indent=1) + "\n").encode())]
+            temps = []
+            try:
+                for name, content in parts:
+                    tmp = path / f".{name}.{os.getpid()}.tmp"
+                    temps.append(tmp)
+                    tmp.write_bytes(content)
+                for (name, _), tmp in zip(parts, temps):
+                    os.replace(tmp, path / name)
+            finally:
+                for tmp in temps:
+                    tmp.unlink(missing_ok=True)
         except OSError as exc:
             raise RaspError(f"cannot write the model to {path}: {exc.strerror or exc}") from None
         self.config = config
@@ -359,8 +381,8 @@ def expected_shapes(arch: dict) -> dict[str, tuple[int, ...]]:
 def load(directory: str | Path) -> CompiledModel:
     """Load a model written by :meth:`CompiledModel.save` (safetensors + JSON; nothing is unpickled).
     Anything missing, corrupted or foreign is a :class:`RaspError`."""
+    import safetensors.torch as safetensors_torch
     import torch
-    from safetensors import safe_open
 
     from .model import CompiledTransformer
 
@@ -381,12 +403,16 @@ def load(directory: str | Path) -> CompiledModel:
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise RaspError(f"{cfg_file}: not a compiled rasp model (format {config.get('format') if isinstance(config, dict) else None!r})",
                         hint="write one with: rasp compile PROGRAM -o DIR")
-    if not isinstance(config.get("format_version", 0), int):
-        raise RaspError(f"{cfg_file}: format_version {config.get('format_version')!r} is not a number",
+    version = config.get("format_version")
+    if type(version) is not int or version < 1:
+        raise RaspError(f"{cfg_file}: format_version {_short(version)} is not a format version (1 to {FORMAT_VERSION})",
                         hint="rewrite the model with: rasp compile PROGRAM -o DIR")
-    if config.get("format_version", 0) > FORMAT_VERSION:
-        raise RaspError(f"{cfg_file}: format version {config.get('format_version')} is newer than this compiler "
+    if version > FORMAT_VERSION:
+        raise RaspError(f"{cfg_file}: format version {_short(version)} is newer than this compiler "
                         f"reads ({FORMAT_VERSION})")
+    if not isinstance(config.get("compiler_version"), str):
+        raise RaspError(f"{cfg_file}: compiler_version {_short(config.get('compiler_version'))} is not a version",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR")
     data = w_file.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if not isinstance(config.get("weights_sha256"), str):
@@ -399,21 +425,17 @@ def load(directory: str | Path) -> CompiledModel:
     if problem:
         raise RaspError(f"{cfg_file}: not a valid model configuration: {problem}",
                         hint="rewrite the model with: rasp compile PROGRAM -o DIR")
-    try:
-        with safe_open(str(w_file), framework="pt") as f:
-            meta = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    try:  # the bytes that were hashed, not a second read of the file (it may have changed since)
+        tensors = safetensors_torch.load(data)
+        meta = _safetensors_metadata(data)
     except Exception as exc:  # noqa: BLE001 - safetensors raises several types for bad files
         raise RaspError(f"{w_file}: not a readable safetensors file ({type(exc).__name__}: {exc})") from None
-    try:
-        arch = config["architecture"]
-        shapes = expected_shapes(arch)
-    except KeyError as exc:
-        raise RaspError(f"{cfg_file}: the architecture lacks the field {exc}",
-                        hint="rewrite the model with: rasp compile PROGRAM -o DIR") from None
-    except (TypeError, ValueError, AttributeError):
-        raise RaspError(f"{cfg_file}: the architecture is malformed (a field has the wrong type)",
-                        hint="rewrite the model with: rasp compile PROGRAM -o DIR") from None
+    arch = config.get("architecture")
+    problem = _architecture_problem(arch)
+    if problem:
+        raise RaspError(f"{cfg_file}: the architecture is malformed: {problem}",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR")
+    shapes = expected_shapes(arch)
     if len(config["residual"]) != shapes["readout.W_U"][1]:
         raise RaspError(f"{cfg_file}: {len(config['residual'])} residual labels for d_model {shapes['readout.W_U'][1]}")
     saved = _saved_meta(meta.get("format", ""))
@@ -453,6 +475,18 @@ def load(directory: str | Path) -> CompiledModel:
                 raise RaspError(f"{w_file}: tensor {k} lists a coordinate twice")
         weights[k] = (shape, idx, vals)
     tensors = weights
+    # every residual dimension and every neuron of a compiled model is read or written by some weight,
+    # so a width beyond the nonzero weights is an edit (it would only allocate: 10^10 sign neurons)
+    nnz = {k: int(v[2].numel()) for k, v in tensors.items()}
+    wide = [(what, n, limit) for what, n, limit in
+            [("d_model", int(arch["d_model"]), sum(nnz.values()))]
+            + [(f"layer {l} sign", int(spec["sign"]), nnz[f"layers.{l}.sign.W_in"]) for l, spec in enumerate(arch["layers"])]
+            + [(f"layer {l} mlp", int(spec["mlp"]), nnz[f"layers.{l}.mlp.W_1"]) for l, spec in enumerate(arch["layers"])]
+            if n > limit]
+    if wide:
+        what, n, limit = wide[0]
+        raise RaspError(f"{cfg_file}: {what} is {n:,}, but the weights touch at most {limit:,} of them (edited)",
+                        hint="rewrite the model with: rasp compile PROGRAM -o DIR")
     bound = saved.get("config_bound", list(CONFIG_BOUND_BEFORE))
     if not (isinstance(bound, list) and all(isinstance(k, str) for k in bound) and set(CONFIG_BOUND_BEFORE) <= set(bound)):
         raise RaspError(f"{w_file}: the weights file's record of the configuration is malformed",
@@ -463,6 +497,9 @@ def load(directory: str | Path) -> CompiledModel:
         arrays = {k: (shape, idx.numpy(), vals.numpy()) for k, (shape, idx, vals) in tensors.items()}
         config["exact_dtypes"] = exact_dtypes(arrays)
         config["exact_sum_positions"] = exact_sum_positions(arrays, arch)
+        if config["size"] != size_of(arch, arrays):
+            raise RaspError(f"{cfg_file}: 'size' says {config['size']}, but the model has {size_of(arch, arrays)} "
+                            "(config.json was edited)", hint="rewrite the model with: rasp compile PROGRAM -o DIR")
         module = CompiledTransformer(arch, tensors)
         model = CompiledModel(config, module)
         try:
@@ -482,9 +519,10 @@ def load(directory: str | Path) -> CompiledModel:
     # last, so that the checks above name what is wrong; this one catches consistent edits they cannot
     # (and edits that broke the reads above)
     if edited:
-        raise RaspError(f"{cfg_file}: config.json was changed after the weights were saved (its architecture, "
-                        "symbols, program, output, residual labels or RASP-L bound differ from the ones the weights "
-                        "were built for)", hint="keep a model's two files together, as rasp compile -o wrote them")
+        raise RaspError(f"{cfg_file}: config.json and {w_file.name} do not belong together: one of them was edited "
+                        "or replaced (the architecture, symbols, program, output, residual labels or RASP-L bound "
+                        "differ from the ones the weights were built for)",
+                        hint="keep a model's two files together, as rasp compile -o wrote them")
     return model
 
 
@@ -498,6 +536,58 @@ CONFIG_BOUND_BEFORE = ("architecture", "symbols", "program", "output", "residual
 
 def config_digest(config: dict, keys: tuple[str, ...] = CONFIG_BOUND) -> str:
     return hashlib.sha256(json.dumps({k: config.get(k) for k in keys}, sort_keys=True).encode()).hexdigest()
+
+
+def _short(value) -> str:
+    """A value from a file for a message: at most 40 characters (a 400-digit version number)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _safetensors_metadata(data: bytes) -> dict:
+    """The ``__metadata__`` of a safetensors file's bytes: the format is an 8-byte little-endian
+    header length, then the JSON header (safetensors.torch.load, which reads the tensors from the
+    same bytes, does not return it)."""
+    n = int.from_bytes(data[:8], "little")
+    header = loads_json(data[8:8 + n].decode("utf-8"))
+    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _architecture_problem(arch) -> str | None:
+    """What is wrong with the types and ranges of config.json's architecture, or None (its numbers
+    size every tensor; a forged one failed as KeyError, OverflowError or a 480 GB allocation)."""
+    def count(v, low=0) -> bool:
+        return type(v) is int and v >= low
+
+    if not isinstance(arch, dict):
+        return "not an object"
+    for key, low in (("d_model", 1), ("n_symbols", 1), ("n_outputs", 0)):
+        if not count(arch.get(key), low):
+            return f"'{key}' is not an integer >= {low}"
+    if not count(arch.get("bos_id")) or arch["bos_id"] > arch["n_symbols"]:
+        return "'bos_id' is not a token id (0 to n_symbols)"
+    periods = arch.get("periods")
+    if not isinstance(periods, list) or not all(count(M, 1) for M in periods):
+        return "'periods' is not a list of integers >= 1"
+    logit = arch.get("local_bos_logit", 0.0)
+    if not isinstance(logit, (int, float)) or isinstance(logit, bool) or not math.isfinite(logit):
+        return "'local_bos_logit' is not a finite number"
+    layers = arch.get("layers")
+    if not isinstance(layers, list) or not all(isinstance(spec, dict) for spec in layers):
+        return "'layers' is not a list of objects"
+    for l, spec in enumerate(layers):
+        if not count(spec.get("sign")) or not count(spec.get("mlp")):
+            return f"layer {l}: 'sign' or 'mlp' is not an integer >= 0"
+        heads = spec.get("heads")
+        if not isinstance(heads, list) or not all(isinstance(h, dict) for h in heads):
+            return f"layer {l}: 'heads' is not a list of objects"
+        for h, head in enumerate(heads):
+            if head.get("kind") not in ("uniform", "local"):
+                return f"layer {l} head {h}: kind {_short(head.get('kind'))} is not uniform or local"
+            if head["kind"] == "local" and not count(head.get("offset"), 1):
+                return f"layer {l} head {h}: a local head's 'offset' is not an integer >= 1"
+    return None
 
 
 def _saved_meta(meta: str) -> dict | None:

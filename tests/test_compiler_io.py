@@ -604,10 +604,10 @@ def test_consistent_config_edits_are_refused(tmp_path):
         with pytest.raises(rasp.RaspError):
             compiler.load(path)
     edited(reorder)
-    with pytest.raises(rasp.RaspError, match="config.json was changed after the weights were saved"):
+    with pytest.raises(rasp.RaspError, match="config.json and model.safetensors do not belong together"):
         compiler.load(path)
     edited(lambda c: c.update(format_version="x"))
-    with pytest.raises(rasp.RaspError, match="format_version 'x' is not a number"):
+    with pytest.raises(rasp.RaspError, match="format_version 'x' is not a format version"):
         compiler.load(path)
     edited(lambda c: c.update(compile_seconds=123.0))
     assert compiler.load(path).run("b a b") is True is program.run("b a b")
@@ -633,12 +633,12 @@ def test_edited_raspl_bounds_and_broken_architectures_are_refused(tmp_path):
 
     for change, what in [
             (lambda c: c["raspl"].update(max_length=10 ** 6), "'raspl' is not"),
-            (lambda c: c["raspl"].update(max_length=100), "config.json was changed"),
+            (lambda c: c["raspl"].update(max_length=100), "do not belong together"),
             (lambda c: c["raspl"].update(max_length="abc"), "'raspl' is not"),
             (lambda c: c.update(raspl="x"), "'raspl' is not"),
-            (lambda c: c.update(raspl=None), "config.json was changed"),
-            (lambda c: c["raspl"].update(lowered="exact", max_length=None), "config.json was changed"),
-            (lambda c: c["architecture"]["layers"][0]["heads"][0].pop("kind"), "config.json was changed")]:
+            (lambda c: c.update(raspl=None), "do not belong together"),
+            (lambda c: c["raspl"].update(lowered="exact", max_length=None), "do not belong together"),
+            (lambda c: c["architecture"]["layers"][0]["heads"][0].pop("kind"), "kind None is not uniform or local")]:
         edited(change)
         with pytest.raises(rasp.RaspError, match=what):
             compiler.load(path)
@@ -661,6 +661,120 @@ def test_edited_raspl_bounds_and_broken_architectures_are_refused(tmp_path):
     edited(lambda c: None)
     loaded = compiler.load(path)
     assert [loaded.run(x) for x in ("a b a a", "a b b b", "b a b")] == [prog.run(x) for x in ("a b a a", "a b b b", "b a b")]
+
+
+def _resign(path, change_config, change_meta=None):
+    """Edit config.json and re-sign both digests, as a forger would (the weights' hash in config.json,
+    the config digest in the weights' metadata)."""
+    import hashlib
+
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    from compiler.api import config_digest
+
+    cfg = json.loads((path / "config.json").read_text())
+    change_config(cfg)
+    with safe_open(str(path / "model.safetensors"), framework="np") as f:
+        meta = json.loads(f.metadata()["format"])
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    meta["config_sha256"] = config_digest(cfg, tuple(meta["config_bound"]))
+    if change_meta:
+        change_meta(meta, cfg)
+    save_file(tensors, str(path / "model.safetensors"), metadata={"format": json.dumps(meta)})
+    cfg["weights_sha256"] = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+    (path / "config.json").write_text(json.dumps(cfg))
+
+
+def _saved_local(path) -> Path:
+    """A model with a local head, a uniform head, a sign and an MLP in its first layer."""
+    return compiler.compile(rasp.parse('alphabet a b\nP = exists[j == i - 1] "a"\nok = P && #"b" > #"a"\n')).save(path)
+
+
+def test_forged_architectures_are_user_errors(tmp_path, capsys):
+    """A config.json edited and re-signed (both digests recomputed) with a malformed architecture is a
+    user error naming the field (they were KeyError, ValueError, IndexError or a 480 GB allocation:
+    internal errors); an infinite width from plain JSON (1e400) too, before any digest is read; an
+    edited 'size' (shown by rasp verify, used by its memory guard) is refused; version fields checked."""
+    def local_head(c):
+        return next(h for l in c["architecture"]["layers"] for h in l["heads"] if h["kind"] == "local")
+
+    cases = [
+        (lambda c: local_head(c).pop("offset"), "'offset' is not an integer >= 1"),
+        (lambda c: local_head(c).update(offset="x"), "'offset' is not an integer >= 1"),
+        (lambda c: local_head(c).update(offset=-5), "'offset' is not an integer >= 1"),
+        (lambda c: local_head(c).update(kind="bogus"), "kind 'bogus' is not uniform or local"),
+        (lambda c: c["architecture"].update(bos_id=99), "'bos_id' is not a token id"),
+        (lambda c: c["architecture"].update(bos_id="x"), "'bos_id' is not a token id"),
+        (lambda c: c["architecture"]["layers"][0].update(mlp=-1), "'sign' or 'mlp' is not an integer"),
+        (lambda c: c["architecture"].update(periods=[1e400]), "'periods' is not a list of integers"),
+        (lambda c: c["architecture"].update(d_model=float("inf")), "'d_model' is not an integer"),
+    ]
+    for change, what in cases:
+        path = _saved_local(tmp_path / str(len(what)) / what[:8].replace("'", "").replace(" ", "_"))
+        _resign(path, change)
+        with pytest.raises(rasp.RaspError, match=what):
+            compiler.load(path)
+        assert main(["verify", str(path), "--lengths", "4", "--samples", "1"]) == 2
+        capsys.readouterr()
+    # a sign layer 10^10 wide, shapes and all re-signed: refused before anything is allocated
+    path = _saved_local(tmp_path / "wide")
+
+    def wide(meta, cfg):
+        meta["shapes"]["layers.0.sign.W_in"][0] = 10 ** 10
+        for k in ("gamma", "beta"):
+            meta["shapes"][f"layers.0.sign.{k}"][0] = 10 ** 10
+        meta["shapes"]["layers.0.sign.W_out"][1] = 10 ** 10
+    _resign(path, lambda c: c["architecture"]["layers"][0].update(sign=10 ** 10), wide)
+    with pytest.raises(rasp.RaspError, match="layer 0 sign is 10,000,000,000, but the weights touch at most"):
+        compiler.load(path)
+    # plain JSON edits, no re-signing
+    for key, value, what in [("size", None, "'size' lacks"), ("compiler_version", None, "compiler_version None is not a version"),
+                             ("format_version", True, "format_version True is not a format version"),
+                             ("format_version", 10 ** 400, r"format version 1000000000000000000000000000000000000\.\.\. is newer")]:
+        path = _saved_local(tmp_path / f"plain_{key}_{value is None}")
+        cfg = json.loads((path / "config.json").read_text())
+        if value is None:
+            cfg.pop(key)
+        else:
+            cfg[key] = value
+        (path / "config.json").write_text(json.dumps(cfg))
+        with pytest.raises(rasp.RaspError, match=what):
+            compiler.load(path)
+    path = _saved_local(tmp_path / "size")
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["size"].update(d_model=10 ** 9, layers=77)
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(rasp.RaspError, match="'size' says .* but the model has"):
+        compiler.load(path)
+    path = _saved_local(tmp_path / "inf")
+    (path / "config.json").write_text((path / "config.json").read_text().replace('"periods": []', '"periods": [1e400]'))
+    assert main(["verify", str(path), "--lengths", "4", "--samples", "1"]) == 2
+    assert "'periods' is not a list of integers" in capsys.readouterr().err
+
+
+def test_a_failed_save_leaves_the_model_there(tmp_path, monkeypatch):
+    """Both files are written under temporary names and renamed: a write that fails (a full disk) leaves
+    the model already in the directory loadable, and no temporary file behind."""
+    from pathlib import Path as P
+
+    path = _saved(tmp_path)
+    before = {f: (path / f).read_bytes() for f in ("config.json", "model.safetensors")}
+    other = compiler.compile(rasp.parse('alphabet a b\nok = #"a" > #"b"\n'))
+    real = P.write_bytes
+
+    def full(self, data):
+        if "config.json" in self.name:
+            raise OSError(28, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(P, "write_bytes", full)
+    with pytest.raises(rasp.RaspError, match="No space left on device"):
+        other.save(path)
+    monkeypatch.undo()
+    assert {f: (path / f).read_bytes() for f in ("config.json", "model.safetensors")} == before
+    assert sorted(f.name for f in path.iterdir()) == ["config.json", "model.safetensors"]
+    compiler.load(path)
 
 
 def test_weights_without_a_config_digest_are_refused(tmp_path):
