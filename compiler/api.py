@@ -162,6 +162,8 @@ class CompiledModel:
         #: RASP-L programs); empty for a loaded model
         self.compile_passes = dict(compile_passes or {})
         self._casts: dict = {}
+        #: the directory :func:`load` read the model from (None: compiled in this process)
+        self.loaded_from: Path | None = None
 
     @property
     def module(self):
@@ -322,7 +324,7 @@ class CompiledModel:
     def save(self, directory: str | Path) -> Path:
         from safetensors.numpy import save
 
-        path = Path(directory)
+        path = _directory(directory)
         weights = self._weights if self._weights is not None else {
             k: (shape, idx.detach().cpu().numpy(), vals.detach().cpu().numpy())
             for k, (shape, idx, vals) in self._module.weights().items()}
@@ -386,7 +388,7 @@ def load(directory: str | Path) -> CompiledModel:
 
     from .model import CompiledTransformer
 
-    path = Path(directory)
+    path = _directory(directory)
     where = str(path)
     if not path.is_dir():
         raise RaspError(f"{where}: not a directory with a compiled model",
@@ -502,6 +504,7 @@ def load(directory: str | Path) -> CompiledModel:
                             "(config.json was edited)", hint="rewrite the model with: rasp compile PROGRAM -o DIR")
         module = CompiledTransformer(arch, tensors)
         model = CompiledModel(config, module)
+        model.loaded_from = path
         try:
             model.program  # noqa: B018 - parse the source now so that a broken config fails here
         except RaspError as exc:
@@ -536,6 +539,14 @@ CONFIG_BOUND_BEFORE = ("architecture", "symbols", "program", "output", "residual
 
 def config_digest(config: dict, keys: tuple[str, ...] = CONFIG_BOUND) -> str:
     return hashlib.sha256(json.dumps({k: config.get(k) for k in keys}, sort_keys=True).encode()).hexdigest()
+
+
+def _directory(directory) -> Path:
+    """A model directory argument as a Path: a non-empty str or path (``""`` would be the current
+    directory, None a TypeError)."""
+    if isinstance(directory, (str, os.PathLike)) and str(directory):
+        return Path(directory)
+    raise RaspError(f"a model directory is a non-empty path, not {directory!r}", hint='e.g. model.save("out/ur")')
 
 
 def _short(value) -> str:

@@ -120,7 +120,7 @@ def verify_bounded(model: CompiledModel, *, lengths: Iterable[int] | None = None
     N = max_length_of(model)
     program = model.program
     task = as_task(task)
-    task = task if task is not None else task_for(program)
+    task = task if task is not None else task_for(program, loaded=model.loaded_from is not None)
     if lengths is None:
         lengths = [8, 32, 128] if N is None else sorted({max(1, N // 4), max(1, N // 2), 2 * N, 4 * N})
     rng = np.random.default_rng(seed)

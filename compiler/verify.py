@@ -80,9 +80,12 @@ def as_task(task):
     return task
 
 
-def task_for(program: Program):
-    """The registered task of a program file, or None (the registry is optional)."""
-    if not program.filename:
+def task_for(program: Program, loaded: bool = False):
+    """The registered task of a program file, or None (the registry is optional). ``loaded``: the
+    program of a saved model, matched by its text alone (its recorded file name is relative to the
+    directory it was compiled in: from the repository root, a user's own ``programs/dyck1.cr`` was
+    the bundled one and was checked against the Dyck-1 reference)."""
+    if not program.filename and not loaded:
         return None
     try:
         from rasp import tasks
@@ -92,7 +95,7 @@ def task_for(program: Program):
     if fn is None:
         return None
     try:
-        return fn(program.filename, program.source)
+        return fn(None if loaded else program.filename, program.source)
     except Exception:  # noqa: BLE001
         return None
 
@@ -391,7 +394,8 @@ def memory_stop(device, need_dev: int, need_host: int, free=None) -> dict | None
 def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.random.Generator, device=None,
                backend: str = "auto", start: int = 16, budget_s: float = 60.0, max_length: int | None = None,
                max_new: int | None = None, rows: list | None = None, on_row=None, done: dict | None = None) -> dict:
-    """Double the length from ``start`` until a disagreement or a budget; the longest exact length.
+    """Double the length from ``start`` until a disagreement or a budget; the longest exact length. The
+    last length allowed (``max_length``, the task's longest input) is tested when doubling would pass it.
     Each step's :class:`Row` is appended to ``rows`` and passed to ``on_row`` as soon as it is done.
     ``done``: rows already measured in this dtype, by length (``rasp verify``'s ``--lengths`` rows),
     taken as they are instead of being run again."""
@@ -444,7 +448,9 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
             stopped = f"disagreement at {n}"
             break
         longest = n
-        n *= 2
+        # doubling, but the last length allowed is tested itself (a bounded model's N = 12 stopped at 8)
+        cap = min((x for x in (max_length, tmax) if x is not None), default=None)
+        n = cap if cap is not None and n < cap < 2 * n else 2 * n
     out = {"dtype": str(dtype), "longest_exact": longest, "first_failure": failed, "stopped": stopped,
            "seconds": round(time.perf_counter() - t_start, 3)}
     if memory is not None:  # which memory, the length refused, its predicted need and what was free

@@ -1222,7 +1222,11 @@ def task_for_program(path, source: str | None = None) -> Task | None:
     directory, as it was loaded), or a file with exactly its text (``source``, else the file's text,
     is compared): a copy of ``programs/`` elsewhere still samples its task's inputs. Else None: a
     user's own ``programs/nf.rasp`` in another folder that differs from the bundled NF program is not
-    it (it got NF's published result and a warning that it cannot compute the task)."""
+    it (it got NF's published result and a warning that it cannot compute the task). ``path`` None:
+    by the text alone (a saved model records the file name relative to where it was compiled, which
+    says nothing about the current directory)."""
+    if path is None:
+        return _bundled_texts().get(source) if source is not None else None
     p = (Path.cwd() / Path(path)).resolve()
     for t in TASKS.values():
         if t.program and (REPO_ROOT / t.program).resolve() == p:

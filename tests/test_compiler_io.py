@@ -375,6 +375,66 @@ def test_cli_verify_program_and_directory(tmp_path, capsys):
     assert main(["verify", str(out), "--alphabet", "a,b"]) == 2
 
 
+def test_a_saved_model_finds_its_task_by_its_text(tmp_path, capsys, monkeypatch):
+    """A saved model records its file name relative to where it was compiled: a user's own
+    programs/dyck1.cr, verified from the repository root, was taken for the bundled one and checked
+    against Dyck-1's reference (a false "not exact"); the bundled program's model, verified anywhere,
+    samples Dyck-1's inputs."""
+    (tmp_path / "programs").mkdir()
+    (tmp_path / "programs" / "dyck1.cr").write_text('D = #"(" - #")"\nok = D >= 0\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", "programs/dyck1.cr", "-o", "own"]) == 0
+    assert main(["compile", DYCK, "-o", "bundled"]) == 0
+    capsys.readouterr()
+    for where in (ROOT, tmp_path):
+        monkeypatch.chdir(where)
+        assert main(["verify", str(tmp_path / "own"), "--lengths", "8", "--samples", "8", "--json"]) == 0
+        assert "uniform" in json.loads(capsys.readouterr().out)["sampler"]
+        assert main(["verify", str(tmp_path / "bundled"), "--lengths", "8", "--samples", "8", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["sampler"] == "task dyck1"
+
+
+def test_verify_arguments_that_were_misread(tmp_path, capsys):
+    """Found by an audit: an empty target verified the current directory; a model's file instead of its
+    directory was parsed as a program; a fixed-alphabet task over a reordered alphabet hinted at other
+    tasks; a task without inputs over the model's alphabet hinted "--lengths up to 0"; repeated dtypes
+    and lengths gave repeated rows; an empty directory name saved into the current directory."""
+    assert main(["verify", ""]) == 2
+    assert "empty name" in capsys.readouterr().err
+    out = tmp_path / "m"
+    assert main(["compile", DYCK, "-o", str(out)]) == 0
+    capsys.readouterr()
+    for f in ("config.json", "model.safetensors"):
+        assert main(["verify", str(out / f)]) == 2
+        assert f"verify the directory: rasp verify {out}" in capsys.readouterr().err
+    assert main(["compile", DYCK, "--alphabet", "),(", "-o", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "r"), "--lengths", "8"]) == 2
+    assert "hint: verify with --inputs uniform" in capsys.readouterr().err
+    assert main(["verify", str(tmp_path / "r"), "--lengths", "8", "--inputs", "uniform"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(ROOT / "programs" / "ur.rasp"), "--alphabet", "1", "--lengths", "2,8"]) == 2
+    err = capsys.readouterr().err
+    assert "has no input over this model's alphabet" in err and "up to 0" not in err
+    assert main(["verify", DYCK, "--lengths", "8,8,16", "--dtype", "float32,float32", "--samples", "1", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [r["length"] for r in res["rows"]] == [8, 16] and res["dtypes"] == ["float32"]
+    assert res["compiler_version"] == compiler.api.COMPILER_VERSION
+    m = compiler.compile(DYCK)
+    for bad in ("", None):
+        with pytest.raises(rasp.RaspError, match="a model directory is a non-empty path"):
+            m.save(bad)
+        with pytest.raises(rasp.RaspError, match="a model directory is a non-empty path"):
+            compiler.load(bad)
+
+
+def test_find_limit_tests_the_last_length_allowed():
+    """Doubling from 4 under a cap of 12 tests 12 itself (it stopped at 8)."""
+    m = compiler.compile(DYCK)
+    out = V.find_limit(m, None, "float32", samples=1, rng=np.random.default_rng(0), start=4, max_length=12)
+    assert out["longest_exact"] == 12 and out["stopped"] == "max length 12"
+
+
 def test_cli_verify_find_limit(capsys):
     assert main(["verify", str(ROOT / "programs" / "bin_majority.rasp"), "--lengths", "16", "--samples", "2",
                  "--find-limit", "--start", "64", "--max-length", "1024", "--budget", "20", "--json"]) == 0

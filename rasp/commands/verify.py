@@ -42,7 +42,9 @@ def register(sub) -> None:
     p.add_argument("--find-limit", action="store_true",
                    help="double the length until the first disagreement or a budget; report the longest exact "
                    "length per dtype")
-    p.add_argument("--budget", type=float, default=None, help="find-limit: seconds per dtype (default 60)")
+    p.add_argument("--budget", type=float, default=None,
+                   help="find-limit: seconds per dtype for the search (default 60; the --lengths rows and the "
+                   "search's first step always run)")
     p.add_argument("--start", type=int, default=None, help="find-limit: first length (default 16)")
     p.add_argument("--max-length", type=int, default=None, help="find-limit: stop after this length")
     p.add_argument("--max-new", type=int, default=None, help="generators: tokens to generate at most")
@@ -84,7 +86,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.max_length is not None and args.max_length < args.start:
         raise RaspError(f"--max-length {args.max_length} is below --start {args.start}: find-limit would test nothing",
                         hint="give a --max-length of at least --start")
-    dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
+    dtypes = list(dict.fromkeys(d.strip() for d in args.dtype.split(",") if d.strip()))  # each once
+    args.lengths = list(dict.fromkeys(args.lengths))
     if not dtypes:
         raise RaspError("--dtype is empty", hint="float64, float32, bfloat16 or float16, or a comma-separated list")
     for d in dtypes:
@@ -94,7 +97,12 @@ def _run(args: argparse.Namespace) -> int:
         device = resolve_device(args.device)  # unknown, or CUDA where there is none: a RaspError
     except RaspError as exc:
         raise RaspError(f"--device: {exc.message}", hint=exc.hint) from None
+    if not args.target:
+        raise RaspError("the program or model directory to verify is an empty name")
     target = Path(args.target)
+    if target.is_file() and target.name in ("config.json", "model.safetensors") and \
+            (target.parent / "config.json").is_file() and (target.parent / "model.safetensors").is_file():
+        raise RaspError(f"{args.target} is one file of a compiled model", hint=f"verify the directory: rasp verify {target.parent}")
     if target.is_dir():
         if args.alphabet:
             raise RaspError("--alphabet cannot change a compiled model", hint="recompile: rasp compile PROGRAM --alphabet ... -o DIR")
@@ -110,11 +118,18 @@ def _run(args: argparse.Namespace) -> int:
                             f"{args.target} --max-length N -o DIR, then rasp verify DIR")
             raise
     program = model.program
-    task = V.task_for(program) if args.inputs == "task" else None
+    task = V.task_for(program, loaded=model.loaded_from is not None) if args.inputs == "task" else None
     sampler = f"task {task.name}" if task is not None else "uniform over all symbols (special tokens included)"
     rng = np.random.default_rng(args.seed)
     rows, limits = [], []
+    if task is not None and V.sampler_alphabet(task, program) is not None and not task.variable_alphabet:
+        raise RaspError(f"task {task.name} has a fixed alphabet ({' '.join(task.alphabet)}): its sampler cannot make "
+                        f"inputs over this model's alphabet ({' '.join(program.alphabet)})",
+                        hint="verify with --inputs uniform")
     tmax = V.task_max_length(task, program)
+    if tmax is not None and tmax < 1:
+        raise RaspError(f"task {task.name} has no input over this model's alphabet ({' '.join(program.alphabet)})",
+                        hint="verify with --inputs uniform, or compile over a larger --alphabet")
     bound = max_length_of(model)  # a bounded RASP-L model
     if bound:
         tmax = bound if tmax is None else min(tmax, bound)
@@ -175,7 +190,7 @@ def _run(args: argparse.Namespace) -> int:
     exact = all(r.agree == 1.0 for r in rows)
     if args.json:
         print(json.dumps({
-            "target": args.target, "size": model.size, "output_kind": model.kind, "sampler": sampler,
+            "target": args.target, "compiler_version": model.config.get("compiler_version"), "size": model.size, "output_kind": model.kind, "sampler": sampler,
             "device": str(device), "dtypes": dtypes, "rows": [r.to_json() for r in rows], "exact": exact,
             "limits": limits, "skipped_lengths": sorted(set(skipped)), "interrupted": interrupted,
             "exact_sum_positions": model.exact_sum_positions,
