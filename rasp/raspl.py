@@ -75,7 +75,7 @@ from .errors import ExpansionError, RaspError, Span, TooLargeError
 from .expand import expand
 from .guards import int64_op, select_comparison, wrap64
 from .program import Program
-from .typecheck import check_module, symbol_comparison
+from .typecheck import POSITION_BOUND, check_module, symbol_comparison
 
 RASPL_NODES = A.RASPL_NODES  # the RASP-L primitives (defined with the AST)
 
@@ -125,26 +125,28 @@ def _walk_rel(r):
 
 
 def _affine(body, param: str) -> tuple[int, int] | None:
-    """(a, b) when the map body is exactly a*x + b in its parameter x (+ - and constant *), else None."""
+    """(a, b) when the map body is exactly a*x + b in its parameter x (+ - and constant *), else None.
+    a and b are int64 values: the body's int64 arithmetic is that of a*x + b modulo 2^64 (a constant
+    2^64 - 1 is -1 there, as in the interpreter)."""
     if isinstance(body, A.PInt):
         return 0, body.value
     if isinstance(body, A.PVar):
         return (1, 0) if body.name == param else None
     if isinstance(body, A.PNeg):
         t = _affine(body.operand, param)
-        return None if t is None else (-t[0], -t[1])
+        return None if t is None else (wrap64(-t[0]), wrap64(-t[1]))
     if isinstance(body, A.PBin) and body.op in "+-*":
         x, y = _affine(body.left, param), _affine(body.right, param)
         if x is None or y is None:
             return None
         if body.op == "+":
-            return x[0] + y[0], x[1] + y[1]
+            return wrap64(x[0] + y[0]), wrap64(x[1] + y[1])
         if body.op == "-":
-            return x[0] - y[0], x[1] - y[1]
+            return wrap64(x[0] - y[0]), wrap64(x[1] - y[1])
         if x[0] == 0:
-            return x[1] * y[0], x[1] * y[1]
+            return wrap64(x[1] * y[0]), wrap64(x[1] * y[1])
         if y[0] == 0:
-            return y[1] * x[0], y[1] * x[1]
+            return wrap64(y[1] * x[0]), wrap64(y[1] * x[1])
     return None
 
 
@@ -924,7 +926,11 @@ class _Lowerer:
             if len(vals) == 1:
                 lin = _affine(e.body, e.params[0])
                 if lin is not None and lin[0] == 1:
-                    return Idx(vals[0].shift + lin[1])
+                    shift = wrap64(vals[0].shift + lin[1])  # the value is i + shift in int64
+                    if shift > (1 << 63) - POSITION_BOUND:  # i + shift wraps below 0 for some i < 2^31
+                        raise _Fail(f"{name} adds {shift:,} to positions: past 2^63 the sum wraps around (the "
+                                    "value depends on the absolute position, not translation invariant)", e)
+                    return Idx(shift)
                 if lin is not None and lin[0] == 0:
                     return _fin_const(lin[1])
             if self.max_length is None:
@@ -1005,13 +1011,11 @@ class _Lowerer:
             return env[r.name]
         if isinstance(r, A.PNeg):
             k, x = S(r.operand)
-            return ("k", -x) if k == "k" else ("c", _scale(-1, self.sym_count((k, x))))
+            return ("k", wrap64(-x)) if k == "k" else ("c", _scale(-1, self.sym_count((k, x))))
         if isinstance(r, A.PBin):
             a, b = S(r.left), S(r.right)
-            if a[0] == "k" and b[0] == "k":
-                x, y = a[1], b[1]
-                return "k", {"+": x + y, "-": x - y, "*": x * y}[r.op] if r.op in "+-*" else (
-                    x // y if r.op == "/" else x % y)
+            if a[0] == "k" and b[0] == "k":  # as the interpreter's int64 arithmetic computes it
+                return "k", int64_op(r.op, int(a[1]), int(b[1]))
             if r.op == "+":
                 return "c", _add(self.sym_count(a), self.sym_count(b))
             if r.op == "-":
@@ -1056,7 +1060,10 @@ class _Lowerer:
             return Sel([(None, TRUE, None)])
         k, q = self.lower(e.keys, bound), self.lower(e.queries, bound)
         if isinstance(k, Idx) and isinstance(q, Idx):
-            return self.positional(k.shift, q.shift, e.op)
+            if abs(q.shift - k.shift) >= POSITION_BOUND:  # (a guard's constant is below 2^31)
+                raise _Fail(f"select compares positions {abs(q.shift - k.shift):,} apart, beyond the "
+                            f"{POSITION_BOUND:,} positions an input may have", e)
+            return self.positional(k.shift, q.shift, e.op, e)
         if (isinstance(k, Idx) or isinstance(q, Idx)) and self.max_length is None:
             raise _Fail("select compares positions with values that are not positions (not translation "
                         "invariant)", e)
@@ -1073,12 +1080,13 @@ class _Lowerer:
             branches = [(None, branches[0][1], None)]
         return Sel(branches)
 
-    def positional(self, a: int, b: int, op: str) -> Sel:
-        """keys j + a, queries i + b: the relation j + a op i + b, i.e. j op i + (b - a)."""
+    def positional(self, a: int, b: int, op: str, node) -> Sel:
+        """keys j + a, queries i + b: the relation j + a op i + b, i.e. j op i + (b - a) (located at the
+        select ``node``: an error about the relation points there)."""
         e = b - a
         i = A.PVar("i")
         rhs = i if e == 0 else A.PBin("+" if e > 0 else "-", i, A.PInt(abs(e)))
-        rel = A.Rel(A.PCmp(op, A.PVar("j"), rhs))
+        rel = A.Rel(A.PCmp(op, A.PVar("j"), rhs, span=node.span), span=node.span)
         if op == "==":
             if e > 0:
                 return Sel([(None, FALSE, None)], at_most_one=True)  # j == i + e > i: never
@@ -1440,8 +1448,11 @@ def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, w
         if why is not None:
             reasons = [checker.Reason("C-RASP operations", f"does not lower to C-RASP: {why.message}",
                                       why.span, why.text)]
-        else:  # lowered, but the lowered program is outside (cannot happen for conforming programs)
-            reasons = list(base.reasons)
+        else:  # lowered, but the lowered program is outside: a guard RASP-L takes as one select
+            # comparison (``#[j <= 3] P``) and C-RASP does not; the RASP-L primitives lowered, so
+            # the C-RASP checker's reasons about them are not why (they were listed first)
+            kept = [r for r in base.reasons if r.condition != "C-RASP operations"]
+            reasons = kept or list(base.reasons)
     return dataclasses.replace(
         base, fragment=fragment, guarantee=checker.GUARANTEES[fragment], theorem=checker.THEOREMS[fragment],
         reasons=tuple(reasons), rewritten=None, rewrites=(),

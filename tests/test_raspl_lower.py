@@ -415,6 +415,65 @@ def test_map_arithmetic_wraps_as_the_interpreter_does():
     assert p.run(["b"]) is False  # 1.2e19 wraps to a negative number
 
 
+def test_lowering_wraps_constants_and_shifts_as_int64():
+    """Found by an audit: constants folded in a map over a count, and the constant of ``indices + c``,
+    were unbounded Python ints where the interpreter computes in int64. ``x + (2^64 - 1)`` is the
+    predecessor shift ``x - 1`` (it lowered to a constant), ``2^62 * 4 % 7`` is 2 (it lowered to 4):
+    both were "guaranteed" with a proof computing something else, and the compiled model disagreed.
+    A shift whose sum can wrap for some position below 2^31, and keys and queries 2^31 or more
+    apart, do not lower (the second was an AssertionError, an internal error)."""
+    from compiler.bounded import compile_raspl
+
+    big = "2147483647 * 2147483647 * 4 + 2147483647 * 8 + 3"  # 2^64 - 1: -1 in int64
+    same = {
+        "shift": f"alphabet a b\nPREV = aggregate(select(indices, map(x -> x + {big}, indices), ==), tokens, max, -1)\n"
+                 "ok = PREV == 0\n",
+        "fold": 'alphabet a b\nX = map(x -> x + 2147483647 * 2147483647 * 4 % 7, #"a")\nok = X == 2\n',
+        "bounded": f"alphabet a b c\nW = selector_width(select(map(x -> x + {big}, indices), tokens, ==))\nok = W > 0\n",
+    }
+    rng = np.random.default_rng(3)
+    inputs = _random_inputs(rasp.parse(same["shift"]), rng, 30, 30)
+    for name, src in same.items():
+        p = rasp.parse(src)
+        low = lower(p) if name != "bounded" else None
+        if low is not None:
+            assert_same(p, low, inputs)
+        model = compile_raspl(p, max_length=12 if name == "bounded" else None)
+        short = [t for t in inputs if len(t) <= 12] if name == "bounded" else inputs
+        assert [model.run(t) for t in short] == p.run_batch(short), name
+    assert lower(rasp.parse(same["shift"])) is not None and verdict_for_raspl(rasp.parse(same["shift"])).fragment == "C-RASP[local]"
+    refused = {
+        "wraps": "alphabet a b\nK = map(x -> x + 2147483647 * 2147483647 * 2 + 2147483647 * 4 - 3, indices)\n"
+                 "W = selector_width(select(K, K, <=))\nok = W == #true\n",
+        "apart": "alphabet a b\nK = map(x -> x - (2147483647 + 1) * (2147483647 + 1) * 2, indices)\n"
+                 "QQ = map(x -> x + (2147483647 + 1) * (2147483647 + 1), indices)\nW = selector_width(select(K, QQ, <=))\nok = W > 2\n",
+        "apart-2^32": "alphabet a b\nK = map(x -> x + 2147483647 * 2, indices)\nV = aggregate(select(K, indices, ==), tokens, max, 0)\n"
+                      "ok = V > 0\n",
+    }
+    for name, src in refused.items():
+        p = rasp.parse(src)
+        low, why = lower_explained(p)
+        assert low is None and why.span is not None, name
+        assert verdict_for_raspl(p).guarantee != "guaranteed", name
+
+
+def test_a_relation_too_large_from_a_select_is_located():
+    """The relation a shifted select lowers to carries the select's place: its error was unlocated."""
+    p = rasp.parse("alphabet a b\nP = aggregate(select(indices, map(x -> x - 5000000, indices), <=), tokens, max, 0)\n"
+                   "ok = P == 1\n")
+    with pytest.raises(rasp.RaspError, match="window 5,000,001") as e:
+        verdict_for_raspl(p)
+    assert (e.value.span.line, e.value.span.column) == (2, 15)
+
+
+def test_a_lowered_program_outside_names_the_guard_not_the_primitives():
+    """Lowered, but a guard RASP-L takes as one select comparison is outside C-RASP: the reason is the
+    guard (the selector_width that lowered fine was listed first)."""
+    p = rasp.parse('alphabet a b\nW = selector_width(select(tokens, tokens, ==))\nok = #[j <= 3] "a" >= 1 && W > 2\n')
+    v = verdict_for_raspl(p)
+    assert [(r.line, r.condition) for r in v.reasons] == [(3, "translation invariance")]
+
+
 def test_a_lowered_value_too_large_for_crasp_does_not_lower():
     """A map that multiplies a count past C-RASP's constants: not lowered, with the reason located at
     the definition (it was an AssertionError, an internal error in rasp check and rasp compile)."""
