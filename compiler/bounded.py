@@ -35,7 +35,7 @@ from rasp import ast as A
 from rasp.errors import RaspError
 from rasp.printer import module_to_str
 from rasp.program import Program, load as load_program
-from rasp.raspl import lower_explained, uses_raspl
+from rasp.raspl import MAX_BOUNDED_LENGTH, lower_explained, uses_raspl
 
 from .api import CompiledModel, compile as compile_exact
 
@@ -48,6 +48,10 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
     exactly (``max_length`` is then not needed, and ignored). One that does not lower needs
     ``max_length`` and compiles to a model exact up to that many tokens; without it, a
     :class:`RaspError` located at the first part that does not lower says so."""
+    if max_length is not None and (type(max_length) is bool or not isinstance(max_length, (int, np.integer))
+                                   or max_length < 1):  # (above MAX_BOUNDED_LENGTH: the lowering says why)
+        raise RaspError(f"max_length must be None or an integer >= 1 (at most {MAX_BOUNDED_LENGTH}), got {max_length!r}")
+    max_length = None if max_length is None else int(max_length)  # (np.int64 is not JSON)
     if not isinstance(program, Program):
         program = load_program(program)
     if alphabet is not None:
@@ -109,8 +113,9 @@ def verify_bounded(model: CompiledModel, *, lengths: Iterable[int] | None = None
     reference where there is one: ``task`` is a registered task name or object, by default the task
     whose program file this is) on ``samples`` inputs per prompt length.
 
-    By default the prompt lengths are N/4 and N/2 (inside the bound, where the model is exact) and 2N
-    and 4N (beyond it, to show what happens there). One dict per length: ``length``, ``samples``,
+    By default the prompt lengths are N/4 and N/2 (inside the bound, where the model is exact: a
+    generator's prompt and generated tokens together stop at N there) and 2N and 4N (beyond it, to show
+    what happens there). One dict per length: ``length``, ``samples``,
     ``agree`` (model == interpreter, and == reference where there is one), ``agree_interpreter``,
     ``agree_reference``, ``within_bound`` (every sequence, prompt plus the tokens the model generated,
     has at most N tokens; None for exact models), ``longest`` (the longest such sequence) and
@@ -130,7 +135,10 @@ def verify_bounded(model: CompiledModel, *, lengths: Iterable[int] | None = None
             inputs, targets = sample_inputs(program, task, rng, n, samples)
         except RaspError:  # the task has no input of this length
             continue
-        same, ref_ok, values, _, _ = check_inputs(model, inputs, targets, device=device, dtype=dtype)
+        # inside the bound a generation stops at N tokens in all (where the model is exact, as rasp verify
+        # does); beyond it, it runs as it would (that is what the rows beyond show)
+        cap = max(0, N - n) if N is not None and n <= N and model.kind == "generate" else None
+        same, ref_ok, values, _, _ = check_inputs(model, inputs, targets, device=device, dtype=dtype, max_new=cap)
         totals = [len(x) + (len(v) if model.kind == "generate" else 0) for x, v in zip(inputs, values)]
         both = [a and b for a, b in zip(same, ref_ok)]
         bad = [x for x, ok in zip(inputs, both) if not ok]

@@ -516,7 +516,7 @@ def test_exact_dtypes_recorded_reported_and_recomputed_on_load(tmp_path, capsys)
     src.write_text('alphabet a b\nX = #"a" > 301\n')
     assert main(["compile", str(src), "-o", str(tmp_path / "m")]) == 0
     out = capsys.readouterr().out
-    assert "note: bfloat16 cannot hold every weight exactly" in out and "float32" not in out.split("note:")[1].split(":")[0]
+    assert "note: bfloat16 cannot run this model exactly" in out and "float32" not in out.split("note:")[1].split(":")[0]
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert cfg["exact_dtypes"] == ["float64", "float32", "float16"]
     cfg["exact_dtypes"] = ["float64", "float32", "bfloat16", "float16"]  # a false claim is not believed
@@ -527,7 +527,7 @@ def test_exact_dtypes_recorded_reported_and_recomputed_on_load(tmp_path, capsys)
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["weights_exact"] for r in rows] == [True, False]
     assert main(["verify", str(src), "--lengths", "8", "--samples", "1", "--dtype", "bfloat16"]) == 0
-    assert "note: bfloat16 cannot hold every weight of this model exactly" in capsys.readouterr().out
+    assert "note: bfloat16 cannot run this model exactly" in capsys.readouterr().out
     small = tmp_path / "small.rasp"
     small.write_text('alphabet a b\nX = #"a" > 3\n')
     assert main(["compile", str(small)]) == 0

@@ -172,6 +172,46 @@ def test_verify_bounded_rows():
     assert any(not r["within_bound"] for r in rows)
 
 
+def test_verify_bounded_stops_generation_at_the_bound():
+    """Inside the bound a row's generations stop at N tokens in all, as rasp verify's do (they ran
+    past N, and rows inside the bound, where the model is exact, showed agree 0)."""
+    p = rasp.parse('alphabet a b\nspecial "<sep>"\nH = map(x -> x / 2, indices)\nV = aggregate(select(H, H, ==), tokens, max, -1)\n'
+                   'NEXT[x] = x == "a" && V != 0 || x == "b" && V == 0\noutput generate NEXT\n')
+    m = compile_raspl(p, max_length=8)
+    rows = verify_bounded(m, samples=20)
+    inside = [r for r in rows if r["length"] <= 8]
+    assert inside and all(r["within_bound"] and r["agree"] == 1.0 and r["longest"] <= 8 for r in inside), rows
+    assert any(not r["within_bound"] for r in rows if r["length"] > 8)
+
+
+def test_bounded_max_length_is_checked():
+    """max_length of the wrong type was an internal TypeError, or True taken as 1 and a model that
+    did not load; an np.int64 compiled and then could not be saved (not JSON)."""
+    p = rasp.load("programs/parity.rasp")
+    for bad in (True, 2.5, "8", 0, -1):
+        with pytest.raises(rasp.RaspError, match="max_length must be None or an integer >= 1"):
+            compile_raspl(p, max_length=bad)
+    m = compile_raspl(p, max_length=np.int64(4))
+    assert max_length_of(m) == 4 and type(max_length_of(m)) is int
+
+
+def test_rasp_verify_on_a_small_bound(tmp_path, capsys):
+    """A bound below the default lengths and --start: rasp verify checks N/4, N/2 and N, and find-limit
+    starts at N (it tested nothing: "nothing was verified", or "longest exact length none")."""
+    import json
+
+    from rasp.cli import main
+
+    out = tmp_path / "nf8"
+    assert main(["compile", "programs/nf.rasp", "--alphabet", "a,b", "--max-length", "8", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out), "--find-limit", "--budget", "10", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [r["length"] for r in res["rows"]] == [2, 4, 8] and res["limits"][0]["longest_exact"] == 8
+    assert main(["verify", "programs/nf.rasp", "--alphabet", "a,b"]) == 2
+    assert "rasp compile programs/nf.rasp --alphabet a,b --max-length N" in capsys.readouterr().err
+
+
 def test_save_load_keeps_the_raspl_program(tmp_path):
     import compiler
 

@@ -11,7 +11,7 @@ from ._common import SUM_NOTE_POSITIONS, add_alphabet_option, add_json_option, l
 def register(sub) -> None:
     p = sub.add_parser(
         "compile",
-        help="compile a program to transformer weights (exact at every length)",
+        help="compile a program to transformer weights (exact at every length; RASP-L that does not lower: up to --max-length)",
         description="Compile PROGRAM (C-RASP[periodic, local]) into a causal transformer whose outputs equal "
         "the interpreter's at every length. Prints the size (layers, heads, d_model, MLP width, parameters); "
         "with -o DIR writes DIR/model.safetensors and DIR/config.json (architecture, residual labels, "
@@ -54,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.program}: {model.summary()} (compiled in {model.compile_seconds:.3f} s)")
         inexact = [d for d in ("float32", "bfloat16", "float16") if d not in model.exact_dtypes]
         if inexact:
-            print(f"note: {', '.join(inexact)} cannot hold every weight exactly (a constant of the program needs "
-                  f"more significant bits): the model is exact in {', '.join(model.exact_dtypes) or 'no dtype'} only")
+            print(f"note: {', '.join(inexact)} cannot run this model exactly (a weight, or a sum a head or an MLP "
+                  f"neuron forms, needs more significant bits): the model is exact in "
+                  f"{', '.join(model.exact_dtypes) or 'no dtype'} only")
         scan_limit = model.exact_sum_positions.get("scan")
         if scan_limit is not None and scan_limit < SUM_NOTE_POSITIONS:
             print(f"note: {sum_limit_text(scan_limit)}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import warnings
 from pathlib import Path
 
@@ -32,7 +33,8 @@ def register(sub) -> None:
         "agrees.",
     )
     p.add_argument("target", help="a .cr/.rasp program, or a directory written by rasp compile -o")
-    p.add_argument("--lengths", type=_ints, default=[16, 256, 4096], help="input lengths (default 16,256,4096)")
+    p.add_argument("--lengths", type=_ints, default=None,
+                   help="input lengths (default 16,256,4096; for a bounded model N/4, N/2 and N)")
     p.add_argument("--samples", type=int, default=8, help="inputs per length (default 8)")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (CUDA when present; default)")
     p.add_argument("--dtype", default="float32",
@@ -77,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
              if v is not None]
     if given and not args.find_limit:
         raise RaspError(f"{', '.join(given)} only {'applies' if len(given) == 1 else 'apply'} with --find-limit", hint=f"add --find-limit, or drop {'it' if len(given) == 1 else 'them'}")
+    start_given = args.start is not None
     args.start = 16 if args.start is None else args.start
     args.budget = 60.0 if args.budget is None else args.budget
     for flag, value, least in (("--start", args.start, 1), ("--max-length", args.max_length, 1),
@@ -87,7 +90,8 @@ def _run(args: argparse.Namespace) -> int:
         raise RaspError(f"--max-length {args.max_length} is below --start {args.start}: find-limit would test nothing",
                         hint="give a --max-length of at least --start")
     dtypes = list(dict.fromkeys(d.strip() for d in args.dtype.split(",") if d.strip()))  # each once
-    args.lengths = list(dict.fromkeys(args.lengths))
+    if args.lengths is not None:
+        args.lengths = list(dict.fromkeys(args.lengths))
     if not dtypes:
         raise RaspError("--dtype is empty", hint="float64, float32, bfloat16 or float16, or a comma-separated list")
     for d in dtypes:
@@ -114,8 +118,9 @@ def _run(args: argparse.Namespace) -> int:
             model = compile_raspl(load_program(args.target, args.alphabet))
         except RaspError as exc:
             if exc.hint and "--max-length N" in exc.hint:  # here --max-length is find-limit's: say how instead
+                alphabet = f" --alphabet {shlex.quote(args.alphabet)}" if args.alphabet else ""
                 exc.hint = (f"compile a bounded model first (exact on sequences of at most N tokens): rasp compile "
-                            f"{args.target} --max-length N -o DIR, then rasp verify DIR")
+                            f"{args.target}{alphabet} --max-length N -o DIR, then rasp verify DIR")
             raise
     program = model.program
     task = V.task_for(program, loaded=model.loaded_from is not None) if args.inputs == "task" else None
@@ -133,6 +138,10 @@ def _run(args: argparse.Namespace) -> int:
     bound = max_length_of(model)  # a bounded RASP-L model
     if bound:
         tmax = bound if tmax is None else min(tmax, bound)
+        if not start_given and args.start > bound:  # the search starts at the bound itself, not past it
+            args.start = bound
+    if args.lengths is None:  # the defaults, inside a bounded model's bound
+        args.lengths = [16, 256, 4096] if not bound else sorted({max(1, bound // 4), max(1, bound // 2), bound})
     max_len = min((x for x in (args.max_length, bound) if x), default=None)  # find-limit's last length
     skipped = []
     interrupted = False
@@ -153,8 +162,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         for dt in dtypes:
             if dt not in model.exact_dtypes and not args.json:
-                print(f"note: {dt} cannot hold every weight of this model exactly (a constant of the program needs more "
-                      f"significant bits; exact in {', '.join(model.exact_dtypes) or 'no dtype'}): its rows measure that rounding")
+                print(f"note: {dt} cannot run this model exactly (a weight, or a sum a head or an MLP neuron forms, needs "
+                      f"more significant bits; exact in {', '.join(model.exact_dtypes) or 'no dtype'}): its rows measure that rounding")
             for n in args.lengths:
                 if tmax is not None and n > tmax:
                     skipped.append(n)
