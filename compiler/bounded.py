@@ -47,7 +47,10 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
     Without RASP-L primitives this is :func:`compiler.compile`. A RASP-L program that lowers compiles
     exactly (``max_length`` is then not needed, and ignored). One that does not lower needs
     ``max_length`` and compiles to a model exact up to that many tokens; without it, a
-    :class:`RaspError` located at the first part that does not lower says so."""
+    :class:`RaspError` located at the first part that does not lower says so. With ``max_length``, a
+    program outside C-RASP[periodic, local] only for its guards or ``pos[...]`` of absolute positions
+    (``#[j <= 3] P``, which RASP-L writes as one select comparison; ``pos[i == 1]``), with or without
+    RASP-L primitives, compiles bounded too: those relations are enumerated below N."""
     if max_length is not None and (type(max_length) is bool or not isinstance(max_length, (int, np.integer))
                                    or max_length < 1):  # (above MAX_BOUNDED_LENGTH: the lowering says why)
         raise RaspError(f"max_length must be None or an integer >= 1 (at most {MAX_BOUNDED_LENGTH}), got {max_length!r}")
@@ -56,26 +59,40 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
         program = load_program(program)
     if alphabet is not None:
         program = program.with_alphabet(alphabet)
-    if not uses_raspl(program):
+    raspl = uses_raspl(program)
+    if not raspl and max_length is None:
         return compile_exact(program)
     t0 = time.perf_counter()
-    lowered, why = lower_explained(program)
-    mode = "exact"
-    if lowered is None:
-        if max_length is None:
+    # exact first: a RASP-L program's lowering, a C-RASP program as it is
+    lowered, why = lower_explained(program) if raspl else (program, None)
+    lower_s = time.perf_counter() - t0
+    mode, model = "exact", None
+    if lowered is not None:
+        try:
+            model = compile_exact(lowered)
+        except RaspError:
+            # outside the class after all (a guard of absolute positions, which RASP-L may write as
+            # one select comparison): with a bound, bounded mode enumerates those positions
+            if max_length is None:
+                raise
+    if model is not None and not raspl:
+        return model
+    if model is None:
+        if lowered is None and max_length is None:
             raise RaspError(
                 f"this RASP-L program does not lower to C-RASP: {why.message}", why.span,
                 why.hint or "compile a bounded model with --max-length N (exact on sequences of at most N tokens)",
             ).located(program.source, program.filename)
+        t0 = time.perf_counter()
         lowered, why_b = lower_explained(program, max_length)
+        lower_s += time.perf_counter() - t0
         if lowered is None:
             raise RaspError(
                 f"cannot compile even up to length {max_length}: {why_b.message}", why_b.span,
                 why_b.hint or "try a smaller --max-length, or a smaller --alphabet",
             ).located(program.source, program.filename)
         mode = "bounded"
-    lower_s = time.perf_counter() - t0
-    model = compile_exact(lowered)
+        model = compile_exact(lowered)
     t1 = time.perf_counter()
     try:
         lowered_source = module_to_str(lowered.module)

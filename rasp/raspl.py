@@ -73,7 +73,7 @@ from fractions import Fraction
 from . import ast as A
 from .errors import ExpansionError, RaspError, Span, TooLargeError
 from .expand import expand
-from .guards import int64_op, select_comparison, wrap64
+from .guards import GuardForm, analyze_relation, eval_relation, int64_op, periodic_residues, select_comparison, wrap64
 from .program import Program
 from .typecheck import POSITION_BOUND, check_module, symbol_comparison
 
@@ -761,6 +761,42 @@ class _Lowerer:
         cases = {w: A.Compare("==", v.expr, _int(w)) for w in range(lo, hi + 1)}
         return Fin(A.COUNT, cases, v.expr)
 
+    @staticmethod
+    def absolute(n) -> bool:
+        """Whether a node is a guarded count or a ``pos[...]`` of absolute positions (a relation that is
+        not regular), which bounded mode enumerates below N (:meth:`bounded_guard`)."""
+        if isinstance(n, (A.Count, A.Exists)) and isinstance(n.guard, A.Rel):
+            return not isinstance(analyze_relation(n.guard.expr), GuardForm)
+        return isinstance(n, A.PosPred) and periodic_residues(n.rel.expr) is None
+
+    def at_positions(self, ps: list[int]):
+        """Bounded mode: ``pos[i % N == p1 || ...]``, true at the positions ``ps`` below N."""
+        N = self.max_length
+        if not ps:
+            return FALSE
+        if len(ps) >= N:
+            return TRUE
+        mod = A.PBin("%", A.PVar("i"), A.PInt(N))
+        atoms = [A.PCmp("==", mod, A.PInt(p)) for p in ps]
+        expr = atoms[0]
+        for a in atoms[1:]:
+            expr = A.POr(expr, a)
+        return A.PosPred(A.Rel(expr))
+
+    def bounded_guard(self, e, body):
+        """Bounded mode: ``#[g] P`` (or ``exists[g] P``) with a relation g that is not regular (``j <= 3``,
+        ``j <= i / 2``): at query position q < N the count is ``#(P && pos[j in S_q])`` with S_q the
+        positions j <= q where g(q, j) holds (inside a count's body a ``pos[...]`` is of the counted
+        position j), so the whole is a chain over ``pos[i % N == q]``: N counts, exact below N."""
+        N = self.max_length
+        branches = []
+        for q in range(N):
+            S = [j for j in range(q + 1) if eval_relation(e.guard.expr, q, j)]
+            branches.append((self.at_positions([q]), type(e)(None, _and(body, self.at_positions(S)))))
+        if isinstance(e, A.Count):
+            return Cnt(_chain(branches + [(TRUE, A.IntConst(0))], A.COUNT))
+        return _fin_bool(_chain(branches + [(TRUE, FALSE)], A.BOOL))
+
     def crange(self, e) -> tuple[int, int]:
         """Bounds of a C-RASP count expression over inputs of length <= max_length."""
         N = self.max_length
@@ -818,6 +854,9 @@ class _Lowerer:
             return _fin_bool(e)
         if isinstance(e, A.IntConst):
             return _fin_const(e.value)
+        if isinstance(e, A.PosPred) and self.max_length is not None and self.absolute(e):
+            # bounded mode: a pos[...] of the absolute position is the positions below N where it holds
+            return _fin_bool(self.at_positions([p for p in range(self.max_length) if eval_relation(e.rel.expr, p)]))
         if isinstance(e, (A.PosPred, A.PosName)):
             return _fin_bool(e)
         if isinstance(e, A.Ref):
@@ -836,6 +875,8 @@ class _Lowerer:
             return self.compare(e.op, L(e.left), L(e.right), e)
         if isinstance(e, (A.Count, A.Exists)):
             body = self.bool_of(L(e.body), e.body)
+            if self.max_length is not None and self.absolute(e):
+                return self.bounded_guard(e, body)
             node = type(e)(e.guard, body)
             return Cnt(node) if isinstance(e, A.Count) else _fin_bool(node)
         if isinstance(e, A.Cond):
@@ -1258,6 +1299,8 @@ class _Lowerer:
     def needs_lowering(self, e) -> bool:
         for n in _nodes(e):
             if isinstance(n, RASPL_NODES):
+                return True
+            if self.max_length is not None and self.absolute(n):  # bounded mode rewrites these
                 return True
             if isinstance(n, A.Ref) and n.name in self.templates and isinstance(self.templates[n.name][1], (Sel, Idx)):
                 return True

@@ -212,6 +212,34 @@ def test_rasp_verify_on_a_small_bound(tmp_path, capsys):
     assert "rasp compile programs/nf.rasp --alphabet a,b --max-length N" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("src", [
+    # RASP-L conforming (a guard that is one select comparison), which did not compile bounded at all
+    'alphabet a b\nW = selector_width(select(tokens, tokens, ==))\nMAXW = aggregate(select(indices, indices, true), W, max)\n'
+    'A = #[j <= 2] "a" + MAXW >= 3\n',
+    'alphabet a b\nW = selector_width(select(tokens, tokens, ==))\nA = exists[j <= i / 2] "a" && pos[i == 1] || W > 3\n',
+    # plain C-RASP outside the class
+    'alphabet a b\nC = #[j * j <= i] "b"\nA = C >= 2 || pos[i * i > 10] && exists[j <= 2] "a"\n',
+    'alphabet a b\nspecial "<s>"\nC = #[j * 2 <= i] "b"\nNEXT[x] = x == "a" && C < 3 && exists "<s>" || x == "b" && pos[i == 4]\n'
+    'output generate NEXT\n',
+])
+def test_bounded_mode_enumerates_absolute_positions(src):
+    """Guards and pos[...] of absolute positions compile bounded: at query position q < N a count
+    with guard g counts P over the positions j <= q where g(q, j) holds (a pos[...] of j), chained over
+    pos[i % N == q]; checked on every input up to N."""
+    import itertools
+
+    p = rasp.parse(src)
+    with pytest.raises(rasp.RaspError):
+        compile_raspl(p)  # no bound: outside the class
+    for N in (1, 2, 3, 6):
+        m = compile_raspl(p, max_length=N)
+        assert m.config["raspl"]["lowered"] == "bounded" and max_length_of(m) == N
+        for n in range(1, N + 1):
+            inputs = [list(t) for t in itertools.product(p.symbols, repeat=n)]
+            cap = N - n if p.output_kind == "generate" else None
+            assert m.run_batch(inputs, dtype="float64") == p.run_batch(inputs, max_new=cap), (N, n)
+
+
 def test_save_load_keeps_the_raspl_program(tmp_path):
     import compiler
 
