@@ -240,6 +240,16 @@ def test_bounded_mode_enumerates_absolute_positions(src):
             assert m.run_batch(inputs, dtype="float64") == p.run_batch(inputs, max_new=cap), (N, n)
 
 
+def test_rasp_compile_of_an_out_of_class_program_mentions_the_bound(tmp_path, capsys):
+    from rasp.cli import main
+
+    f = tmp_path / "ab.rasp"
+    f.write_text('alphabet a b\nA = #[j <= 2] "a" >= 2\n')
+    assert main(["compile", str(f)]) == 2
+    assert "--max-length N" in capsys.readouterr().err
+    assert main(["compile", str(f), "--max-length", "5"]) == 0
+
+
 def test_save_load_keeps_the_raspl_program(tmp_path):
     import compiler
 

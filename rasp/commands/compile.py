@@ -38,7 +38,13 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None and not args.output.strip():
         raise RaspError("-o is empty", hint="name the directory to write: -o DIR")
     program = load_program(args.program, args.alphabet)
-    model = compile_raspl(program, max_length=args.max_length)  # plain C-RASP: compiler.compile
+    try:
+        model = compile_raspl(program, max_length=args.max_length)  # plain C-RASP: compiler.compile
+    except RaspError as exc:
+        if args.max_length is None and "not in C-RASP[periodic, local]" in exc.message:
+            exc.hint = (f"{exc.hint}; or compile a model exact up to N tokens: --max-length N" if exc.hint
+                        else "compile a model exact up to N tokens: --max-length N")
+        raise
     bound = max_length_of(model)
     files = []
     if args.output:
