@@ -11,18 +11,21 @@ from ._common import SUM_NOTE_POSITIONS, add_alphabet_option, add_json_option, l
 def register(sub) -> None:
     p = sub.add_parser(
         "compile",
-        help="compile a program to transformer weights (exact at every length; RASP-L that does not lower: up to --max-length)",
+        help="compile a program to transformer weights (exact at every length; with --max-length N, up to N)",
         description="Compile PROGRAM (C-RASP[periodic, local]) into a causal transformer whose outputs equal "
         "the interpreter's at every length. Prints the size (layers, heads, d_model, MLP width, parameters); "
         "with -o DIR writes DIR/model.safetensors and DIR/config.json (architecture, residual labels, "
         "alphabet, output kind, source program). Programs outside the class are an error that names the "
-        "offending span (see rasp check).",
+        "offending span (see rasp check), unless --max-length N is given: then a RASP-L program that does not "
+        "lower, or a program with guards or pos[...] of absolute positions, compiles to a model exact on "
+        "sequences of at most N tokens.",
     )
     p.add_argument("program", help="a .cr or .rasp file")
     p.add_argument("-o", "--output", metavar="DIR", help="write model.safetensors and config.json to DIR")
     p.add_argument("--max-length", type=int, metavar="N",
-                   help="RASP-L programs that do not lower to C-RASP: compile a bounded model, exact on "
-                   "sequences of at most N tokens (absolute position features up to N)")
+                   help="programs outside C-RASP[periodic, local] (RASP-L that does not lower, guards or pos[...] "
+                   "of absolute positions): compile a bounded model, exact on sequences of at most N tokens "
+                   "(absolute position features up to N)")
     add_alphabet_option(p)
     add_json_option(p)
     p.set_defaults(func=run)
