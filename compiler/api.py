@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import json
 import math
 import os
-import json
 import time
 import warnings
 from pathlib import Path
