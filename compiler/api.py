@@ -14,6 +14,7 @@ Files written by :meth:`CompiledModel.save` (read by :func:`load`, which never u
 """
 from __future__ import annotations
 
+import errno
 import gc
 import hashlib
 import json
@@ -359,7 +360,8 @@ class CompiledModel:
                 for tmp in temps:
                     tmp.unlink(missing_ok=True)
         except OSError as exc:
-            raise RaspError(f"cannot write the model to {path}: {exc.strerror or exc}") from None
+            hint = "-o names a directory (made if missing), not a file" if exc.errno in (errno.EEXIST, errno.ENOTDIR) else None
+            raise RaspError(f"cannot write the model to {path}: {exc.strerror or exc}", hint=hint) from None
         self.config = config
         return path
 
@@ -390,11 +392,19 @@ def load(directory: str | Path) -> CompiledModel:
 
     path = _directory(directory)
     where = str(path)
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as exc:  # a name too long, a folder that cannot be searched
+        raise RaspError(f"{where}: cannot read it: {exc.strerror or exc}") from None
+    if not is_dir:
         raise RaspError(f"{where}: not a directory with a compiled model",
                         hint="write one with: rasp compile PROGRAM -o DIR")
     cfg_file, w_file = path / CONFIG_FILE, path / WEIGHTS_FILE
     for f in (cfg_file, w_file):
+        try:
+            f.is_file()
+        except OSError as exc:
+            raise RaspError(f"{where}: cannot read {f.name}: {exc.strerror or exc}") from None
         if not f.is_file():
             raise RaspError(f"{where}: {f.name} is {'not a file' if f.exists() else 'missing'}",
                             hint="write the model with: rasp compile PROGRAM -o DIR")

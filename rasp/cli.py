@@ -6,6 +6,7 @@ Exit codes: 0 success, 2 user error (a located message on stderr; with ``--json`
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import os
@@ -99,23 +100,48 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RaspError as exc:
-        print(exc.render(), file=sys.stderr)
+        _emit(exc.render(), sys.stderr)
         # scripts reading --json get the error as JSON on stdout too (subcommands of `tasks` keep their
         # own flag: `sample_json`, `show_json`)
         if any(v is True for k, v in vars(args).items() if k == "json" or k.endswith("_json")):
-            print(json.dumps({"error": exc.to_dict()}))
+            _emit(json.dumps({"error": exc.to_dict()}), sys.stdout)
         return 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _emit("interrupted", sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno in _OUTPUT_ERRNOS:  # a full disk, or a device behind stdout: not a bug in rasp
+            where = f" to {exc.filename}" if exc.filename else ""
+            _emit(f"rasp: error: cannot write the output{where}: {exc.strerror or exc}", sys.stderr)
+            return 1
+        return _internal(exc)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: exit 1, not a traceback
-        if os.environ.get("RASP_DEBUG"):
-            traceback.print_exc()
-        print(f"internal error (a bug in rasp): {type(exc).__name__}: {exc}", file=sys.stderr)
-        print("hint: rerun with RASP_DEBUG=1 for the traceback, and report it", file=sys.stderr)
-        return 1
+        return _internal(exc)
+
+
+#: write errors that come from where the output goes, not from rasp
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EFBIG)
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("RASP_DEBUG"):
+        traceback.print_exc()
+    _emit(f"internal error (a bug in rasp): {type(exc).__name__}: {exc}", sys.stderr)
+    _emit("hint: rerun with RASP_DEBUG=1 for the traceback, and report it", sys.stderr)
+    return 1
+
+
+def _emit(text: str, stream) -> None:
+    """Print to a stream that may be gone (stderr closed: None; stdout on a full device): the exit
+    status still says what happened."""
+    if stream is None:
+        return
+    try:
+        print(text, file=stream, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,6 +31,23 @@ def loads_json(text: str):
         raise ValueError("nested too deeply") from None
 
 
+def quoted(text: str, limit: int = 40) -> str:
+    """User text for a message: quoted and escaped (control and bidi characters as escapes, so they
+    cannot reorder the terminal line), and cut after ``limit`` characters (a 100,000-character token
+    was repeated whole)."""
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit])[:-1] + f"...' ({len(text):,} characters)"
+
+
+def listing(symbols, limit: int = 30) -> str:
+    """An alphabet for a message: the first ``limit`` symbols and how many there are in all."""
+    symbols = list(symbols)
+    if len(symbols) <= limit:
+        return " ".join(symbols)
+    return " ".join(symbols[:limit]) + f" ... ({len(symbols):,} symbols)"
+
+
 def source_lines(source: str | None) -> list[str]:
     """The lines of a text as spans number them: split at ``\n`` only (``str.splitlines`` also splits
     at form feeds, U+2028 and others, and the excerpt under a message was then another line), a

@@ -20,7 +20,7 @@ import re
 
 from . import ast as A
 from . import builtins
-from .errors import ExpansionError, MagnitudeError, RaspError
+from .errors import ExpansionError, MagnitudeError, RaspError, listing
 from .printer import expr_to_str
 import operator
 
@@ -166,7 +166,7 @@ class _Expander:
             return env[s.name]
         if s.value not in self.symbols:
             raise RaspError(
-                f"symbol \"{s.value}\" is not in the alphabet: {' '.join(self.alphabet)}",
+                f"symbol \"{s.value}\" is not in the alphabet: {listing(self.alphabet)}",
                 s.span,
                 "add it to the 'alphabet' or 'special' declaration, or to --alphabet",
             )
@@ -176,7 +176,7 @@ class _Expander:
         """A map function with every symbol ``"a"`` replaced by its code (index in alphabet + special)."""
         if isinstance(r, A.PSym):
             if r.value not in self.codes_of:
-                raise RaspError(f"symbol \"{r.value}\" is not in the alphabet: {' '.join(self.alphabet)}", r.span,
+                raise RaspError(f"symbol \"{r.value}\" is not in the alphabet: {listing(self.alphabet)}", r.span,
                                 "add it to the 'alphabet' or 'special' declaration, or to --alphabet")
             return A.PInt(self.codes_of[r.value], span=r.span)
         if not dataclasses.is_dataclass(r):

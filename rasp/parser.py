@@ -20,7 +20,7 @@ from lark.exceptions import (
 )
 
 from . import ast as A
-from .errors import RaspError, Span, source_lines
+from .errors import RaspError, Span, quoted, source_lines
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 
@@ -503,14 +503,14 @@ def _error_from_lark(exc: UnexpectedInput, text: str) -> RaspError:
         hint = _CHAR_HINTS.get(ch)
         if hint is None:
             allowed = set(exc.allowed or ())
-            hint = f"'{ch}' is not part of the language" + (f"; expected {_describe(allowed)}" if allowed else "")
+            hint = f"{ch!r} is not part of the language" + (f"; expected {_describe(allowed)}" if allowed else "")
         return RaspError(f"unexpected character {ch!r}", Span(line, col, line, col + 1), hint)
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
         if tok.type == "$END":
             return RaspError("unexpected end of input", Span(line, col, line, col + 1), "the program ends mid-statement")
         expected = set(exc.expected or ())
-        shown = "end of line" if tok.type == "_NL" else repr(str(tok))
+        shown = "end of line" if tok.type == "_NL" else quoted(str(tok))
         span = Span(tok.line, tok.column, tok.end_line or tok.line, tok.end_column or tok.column + 1)
         if tok.type == "_NL":
             span = Span(tok.line, tok.column, tok.line, tok.column + 1)

@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import ast as A
-from .errors import RaspError, Span, not_utf8
+from .errors import RaspError, Span, listing, not_utf8, quoted
 from .expand import expand
 from .gcpause import paused_gc
 from .interp import evaluate, fold_constants, make_batch, output_at_last
@@ -96,7 +96,7 @@ class Program:
                 if line is not None and columns is not None:
                     span = Span(line, columns[p], line, columns[p] + len(t))
                 raise RaspError(
-                    f"token '{t}' at position {p} is not in the alphabet: {' '.join(self.symbols)}",
+                    f"token {quoted(t)} at position {p} is not in the alphabet: {listing(self.symbols)}",
                     span,
                     "declare it in 'alphabet'/'special', or pass --alphabet",
                     source=source,
@@ -306,6 +306,10 @@ def parse(text: str, *, filename: str | None = None, alphabet: Iterable[str] | N
     return Program(module, checked, core, text, filename)
 
 
+#: the largest program file :func:`load` reads
+MAX_PROGRAM_BYTES = 64 * 2**20
+
+
 def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
     """Read and parse a program file (``.cr`` or ``.rasp``: one language)."""
     if not isinstance(path, (str, Path)):
@@ -315,14 +319,24 @@ def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
         raise RaspError("cannot read program: the path is empty", hint="give the path of a program file (.rasp or .cr)")
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the program
+        with open(p, "rb") as f:  # at most the cap and a byte: /dev/zero would be read until memory ran out
+            data = f.read(MAX_PROGRAM_BYTES + 1)
+        if len(data) > MAX_PROGRAM_BYTES:
+            raise RaspError(f"cannot read program: larger than {MAX_PROGRAM_BYTES // 2**20} MiB", filename=str(p),
+                            hint="programs are small text files (.cr or .rasp); families keep large alphabets short")
+        text = data.decode("utf-8-sig")  # a byte-order mark is not part of the program
     except OSError as exc:
         looks_like_source = isinstance(path, str) and ("\n" in path or " = " in path)
+        try:  # (these may fail too: a name too long for the file system, a folder that cannot be searched)
+            is_dir = p.is_dir()
+            is_model = is_dir and (p / "config.json").is_file()
+        except OSError:
+            is_dir = is_model = False
         if looks_like_source:
             hint = "this looks like program text: use rasp.parse(text) (or compiler.compile(rasp.parse(text)))"
-        elif p.is_dir() and (p / "config.json").is_file():
+        elif is_model:
             hint = "this is a compiled model: rasp verify DIR runs it against its program (compiler.load(DIR) in Python)"
-        elif p.is_dir():
+        elif is_dir:
             hint = "give a program file (.rasp or .cr), not a directory"
         else:
             hint = "give the path of a program file (.rasp or .cr); programs/ has one per task"

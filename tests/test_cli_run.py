@@ -538,3 +538,79 @@ def test_cli_tokens_that_look_like_options_go_after_a_double_dash(tmp_path, caps
     assert capsys.readouterr().out.split() == ["-1", "reject"]
     assert cli(["learn", "UR", "--jobs", "2", "--preset", "smoke"]) == 2
     assert "--jobs 2 needs --all" in capsys.readouterr().err
+
+
+# ---- found by a CLI fuzzing audit (2026-12-01) ---------------------------------------------------
+
+def _rasp(*args, env=None, stdout=subprocess.PIPE):
+    return subprocess.run([sys.executable, "-m", "rasp", *args], stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, cwd=ROOT, env=env)
+
+
+def test_output_to_a_full_device_is_not_a_bug():
+    """stdout on /dev/full: a user error still exits 2 (its --json line was a traceback), a successful
+    run exits 1 with "cannot write the output" (it was an internal error)."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        err = _rasp("run", "programs/dyck1.cr", "--json", "z", stdout=full)
+        assert err.returncode == 2 and "Traceback" not in err.stderr and "not in the alphabet" in err.stderr
+        ok = _rasp("check", "programs/dyck1.cr", stdout=full)
+        assert ok.returncode == 1 and "cannot write the output" in ok.stderr and "internal error" not in ok.stderr
+
+
+def test_paths_that_cannot_even_be_tested(tmp_path, capsys):
+    """A path component over 255 characters made the hint code's is_dir() raise: an internal error."""
+    long = str(tmp_path / ("x" * 300))
+    for argv in (["check", long, "--json"], ["run", long, "a"], ["compile", long], ["verify", long], ["learn", long]):
+        assert main(argv) == 2, argv
+        assert "internal error" not in capsys.readouterr().err
+
+
+def test_learn_arguments_that_crashed(capsys):
+    """--threads 99999 crashed the process, --first-seed past 2^63 was an internal error, task names
+    were case-sensitive without a suggestion, a directory 'used no registered task'."""
+    base = ["learn", "dyck1", "--preset", "smoke", "--steps", "1", "--no-progress"]
+    assert main(base + ["--threads", "99999"]) == 2
+    assert "--threads must be from 1 to 1,024" in capsys.readouterr().err
+    assert main(base + ["--first-seed", str(2 ** 63)]) == 2
+    assert "2^63 - 1" in capsys.readouterr().err
+    assert main(["learn", "ur2"]) == 2
+    assert "did you mean UR?" in capsys.readouterr().err
+    assert main(["learn", str(ROOT / "programs")]) == 2
+    assert "not a program file" in capsys.readouterr().err
+
+
+def test_an_endless_program_file_is_refused(capsys):
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    assert main(["check", "/dev/zero"]) == 2
+    assert "larger than 64 MiB" in capsys.readouterr().err
+
+
+def test_messages_quote_user_text_short_and_escaped(tmp_path, capsys):
+    """A 100,000-character token was repeated whole; a raw right-to-left override reordered the
+    hint's line; an empty --alphabet for tasks sample was ignored; -o naming a file gave no hint."""
+    assert main(["run", "programs/dyck1.cr", "y" * 100000]) == 2
+    err = capsys.readouterr().err
+    assert "(100,000 characters)" in err and len(err) < 2000
+    f = tmp_path / "bidi.rasp"
+    f.write_text('alphabet a\nX = #"a" \u202e> 0\n', encoding="utf-8")
+    assert main(["check", str(f)]) == 2
+    hint = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hint:")][0]
+    assert "\u202e" not in hint and "'\\u202e' is not part of the language" in hint
+    assert main(["tasks", "sample", "UR", "--length", "8", "--alphabet", ""]) == 2
+    assert "--alphabet is empty" in capsys.readouterr().err
+    assert main(["compile", "programs/dyck1.cr", "-o", str(ROOT / "README.md")]) == 2
+    assert "-o names a directory" in capsys.readouterr().err
+
+
+def test_non_ascii_tokens_in_an_ascii_locale(tmp_path):
+    """In the C locale argv arrives as surrogate escapes: tokens are read as UTF-8, like stdin."""
+    import os
+
+    f = tmp_path / "enc.rasp"
+    f.write_text('alphabet "é" "中"\nX = #"é" > 0\n', encoding="utf-8")
+    env = dict(os.environ, PYTHONUTF8="0", LC_ALL="C", PYTHONCOERCECLOCALE="0")
+    out = _rasp("run", str(f), "é", env=env)
+    assert out.returncode == 0 and "accept" in out.stdout, out.stderr

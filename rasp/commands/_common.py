@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Iterator
 
@@ -43,13 +44,24 @@ def load_program(path: str, alphabet: str | None = None) -> Program:
 STDIN_HINT = "inputs are lines of space-separated tokens in UTF-8"
 
 
+def _utf8_word(word: str) -> str:
+    if not any("\udc80" <= ch <= "\udcff" for ch in word):
+        return word
+    try:
+        return os.fsencode(word).decode("utf-8")
+    except UnicodeDecodeError:  # not UTF-8 either: left as it is (not in any alphabet, said so)
+        return word
+
+
 def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[int], str]]:
     """Inputs from the command line (one input) or stdin (one per line, ``//`` lines skipped).
 
     Yields (tokens, source name, line number, token columns, line text) so that errors can be located.
     """
     if tokens:
-        line = " ".join(tokens)
+        # as UTF-8, like stdin, whatever the locale: in an ASCII locale Python hands non-ASCII argv bytes
+        # over as surrogate escapes ('é' was '\udcc3\udca9', not the alphabet's é)
+        line = " ".join(_utf8_word(t) for t in tokens)
         toks, cols = token_columns(line)
         yield toks, "<argv>", 1, cols, line
         return

@@ -79,15 +79,21 @@ def resolve_task(name: str):
     if name in tasks.TASKS:
         return tasks.TASKS[name]
     p = Path(name)
-    if p.suffix in (".cr", ".rasp") or p.exists():
-        if not p.exists():
-            raise RaspError(f"{name}: no such file")
+    try:
+        exists, is_file = p.exists(), p.is_file()
+    except OSError:  # a name too long for the file system, a folder that cannot be searched
+        exists = is_file = False
+    if p.suffix in (".cr", ".rasp") or exists:
+        if not exists:
+            raise RaspError(f"{name}: no such file", hint="give a task name (rasp learn --list) or a program file")
+        if not is_file:
+            raise RaspError(f"{name}: not a program file", hint="give a task name (rasp learn --list) or a program file")
         t = tasks.task_for_program(str(p))
         if t is None:
             raise RaspError(f"{name}: no registered task uses this program",
                             hint="rasp learn trains on a task's sampler; see rasp learn --list")
         return t
-    raise RaspError(f"unknown task {name!r}", hint="known tasks: " + ", ".join(tasks.TASKS))
+    return tasks.get(name)  # any case (nf is NF), else a did-you-mean hint
 
 
 def parse_bins(text: str):
@@ -109,6 +115,10 @@ def resolve_preset(args) -> str:
     return "paper" if pick_device(args.device).type == "cuda" else "cpu"
 
 
+#: the most torch threads --threads sets (many more crash the process when it starts them)
+MAX_THREADS = 1024
+
+
 def config_for(args, preset: str, task_name: str):
     from ..learn.train import preset_config, with_overrides
     for opt in ("seeds", "steps", "layers", "heads", "dim", "batch", "test_samples", "train_max"):
@@ -120,8 +130,8 @@ def config_for(args, preset: str, task_name: str):
     if getattr(args, "first_seed", None) is not None and args.first_seed < 0:
         raise RaspError(f"--first-seed must be at least 0, got {args.first_seed}")
     if getattr(args, "threads", None) is not None:
-        if args.threads < 1:
-            raise RaspError("--threads must be at least 1")
+        if not 1 <= args.threads <= MAX_THREADS:  # (99,999 threads crashed the process)
+            raise RaspError(f"--threads must be from 1 to {MAX_THREADS:,}, got {args.threads:,}")
         import torch
         torch.set_num_threads(args.threads)
     alphabet = None
@@ -137,6 +147,8 @@ def config_for(args, preset: str, task_name: str):
                          lr=args.lr, batch=args.batch, schedule=args.schedule, test_samples=args.test_samples,
                          train_max=args.train_max,
                          bins=parse_bins(args.bins) if args.bins is not None else None, alphabet=alphabet)
+    if cfg.first_seed + cfg.seeds - 1 >= 2 ** 63:  # torch.manual_seed takes a 64-bit signed seed
+        raise RaspError(f"--first-seed {cfg.first_seed} with {cfg.seeds} seeds passes 2^63 - 1, the largest seed torch takes")
     if cfg.dim % cfg.heads:
         raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}")
     if cfg.positional == "rope" and (cfg.dim // cfg.heads) % 2:

@@ -125,7 +125,7 @@ def run_sample(args: argparse.Namespace) -> int:
         raise RaspError("--count must be at least 0")
     if args.seed < 0:
         raise RaspError(f"--seed must be at least 0, got {args.seed}")
-    alphabet = parse_alphabet_option(args.alphabet) if args.alphabet else None
+    alphabet = parse_alphabet_option(args.alphabet) if args.alphabet is not None else None  # ("" is an error)
     rng = np.random.default_rng(args.seed)
     lengths = _lengths(args.length, rng, args.count, task, alphabet)  # (refuses what cannot fit in memory)
     for n in lengths:

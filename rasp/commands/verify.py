@@ -104,10 +104,15 @@ def _run(args: argparse.Namespace) -> int:
     if not args.target:
         raise RaspError("the program or model directory to verify is an empty name")
     target = Path(args.target)
-    if target.is_file() and target.name in ("config.json", "model.safetensors") and \
-            (target.parent / "config.json").is_file() and (target.parent / "model.safetensors").is_file():
+    try:
+        is_dir = target.is_dir()
+        model_file = target.is_file() and target.name in ("config.json", "model.safetensors") and \
+            (target.parent / "config.json").is_file() and (target.parent / "model.safetensors").is_file()
+    except OSError:  # a name too long, a folder that cannot be searched: loading the program says so
+        is_dir = model_file = False
+    if model_file:
         raise RaspError(f"{args.target} is one file of a compiled model", hint=f"verify the directory: rasp verify {target.parent}")
-    if target.is_dir():
+    if is_dir:
         if args.alphabet:
             raise RaspError("--alphabet cannot change a compiled model", hint="recompile: rasp compile PROGRAM --alphabet ... -o DIR")
         model = compiler.load(target)
