@@ -31,6 +31,7 @@ from rasp import ast as A
 from rasp.ast import OUTPUT_KINDS
 from rasp.errors import RaspError, loads_json
 from rasp.gcpause import paused_gc
+from rasp.guards import TABLE_CAP
 from rasp.program import Program, check_batch, generation_limits, load as load_program, parse
 from rasp.rewrite import only_local_counts, rewrite_core
 
@@ -589,8 +590,10 @@ def _architecture_problem(arch) -> str | None:
     if not count(arch.get("bos_id")) or arch["bos_id"] > arch["n_symbols"]:
         return "'bos_id' is not a token id (0 to n_symbols)"
     periods = arch.get("periods")
-    if not isinstance(periods, list) or not all(count(M, 1) for M in periods):
-        return "'periods' is not a list of integers >= 1"
+    if not isinstance(periods, list) or not all(count(M, 1) for M in periods) or len(set(periods)) != len(periods):
+        return "'periods' is not a list of distinct integers >= 1"
+    if any(M > TABLE_CAP for M in periods):  # (the analysis of relations allows no larger period)
+        return f"a period above {TABLE_CAP:,}"
     logit = arch.get("local_bos_logit", 0.0)
     if not isinstance(logit, (int, float)) or isinstance(logit, bool) or not math.isfinite(logit):
         return "'local_bos_logit' is not a finite number"

@@ -76,6 +76,8 @@ HEAD_VALUE_CAP = 2 ** 52
 LOCAL_BOS_LOGIT = 1024.0
 
 HINT = "run `rasp check PROGRAM` for the fragment and the reason"
+#: the words of every error that says a construct is outside the class (bounded mode keys on them)
+OUTSIDE = "not in C-RASP[periodic, local]"
 
 Lin = tuple  # ((node id, Fraction), ...) sorted, no zero coefficients
 

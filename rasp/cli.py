@@ -112,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        if exc.errno in _OUTPUT_ERRNOS:  # a full disk, or a device behind stdout: not a bug in rasp
-            where = f" to {exc.filename}" if exc.filename else ""
-            _emit(f"rasp: error: cannot write the output{where}: {exc.strerror or exc}", sys.stderr)
+        if exc.errno in _OUTPUT_ERRNOS:  # a full disk, a device behind stdout: not a bug in rasp
+            what = f"{exc.filename}: " if exc.filename else "cannot write the output: "  # (no file: stdout)
+            _emit(f"rasp: error: {what}{exc.strerror or exc}", sys.stderr)
             return 1
         return _internal(exc)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: exit 1, not a traceback

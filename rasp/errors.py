@@ -37,7 +37,8 @@ def quoted(text: str, limit: int = 40) -> str:
     was repeated whole)."""
     if len(text) <= limit:
         return repr(text)
-    return repr(text[:limit])[:-1] + f"...' ({len(text):,} characters)"
+    shown = repr(text[:limit])  # quoted with ' or " (whichever repr chose): close it with the same
+    return f"{shown[:-1]}...{shown[-1]} ({len(text):,} characters)"
 
 
 def listing(symbols, limit: int = 30) -> str:

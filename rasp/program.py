@@ -324,7 +324,8 @@ def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
         if len(data) > MAX_PROGRAM_BYTES:
             raise RaspError(f"cannot read program: larger than {MAX_PROGRAM_BYTES // 2**20} MiB", filename=str(p),
                             hint="programs are small text files (.cr or .rasp); families keep large alphabets short")
-        text = data.decode("utf-8-sig")  # a byte-order mark is not part of the program
+        # a byte-order mark is not part of the program; line ends as text mode reads them (\r\n, \r -> \n)
+        text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
     except OSError as exc:
         looks_like_source = isinstance(path, str) and ("\n" in path or " = " in path)
         try:  # (these may fail too: a name too long for the file system, a folder that cannot be searched)

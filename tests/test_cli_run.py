@@ -605,6 +605,21 @@ def test_messages_quote_user_text_short_and_escaped(tmp_path, capsys):
     assert "-o names a directory" in capsys.readouterr().err
 
 
+def test_quoted_text_closes_its_quote_and_crlf_files_read_as_text(tmp_path):
+    """A cut text quoted with " ended in ' (review); a program file's \r\n line ends stay out of its
+    source, as text mode read them (the stored source, excerpts, and a copy's match with a bundled
+    program's text)."""
+    from rasp.errors import quoted
+    from rasp.tasks import task_for_program
+
+    assert quoted("it's " * 20).startswith('"it\'s') and quoted("it's " * 20).endswith('..." (100 characters)')
+    assert quoted("x" * 50).endswith("...' (50 characters)")
+    f = tmp_path / "ur.rasp"
+    f.write_bytes((ROOT / "programs" / "ur.rasp").read_bytes().replace(b"\n", b"\r\n"))
+    p = rasp.load(str(f))
+    assert "\r" not in p.source and task_for_program(None, p.source).name == "UR"
+
+
 def test_non_ascii_tokens_in_an_ascii_locale(tmp_path):
     """In the C locale argv arrives as surrogate escapes: tokens are read as UTF-8, like stdin."""
     import os

@@ -767,8 +767,10 @@ def test_forged_architectures_are_user_errors(tmp_path, capsys):
         (lambda c: c["architecture"].update(bos_id=99), "'bos_id' is not a token id"),
         (lambda c: c["architecture"].update(bos_id="x"), "'bos_id' is not a token id"),
         (lambda c: c["architecture"]["layers"][0].update(mlp=-1), "'sign' or 'mlp' is not an integer"),
-        (lambda c: c["architecture"].update(periods=[1e400]), "'periods' is not a list of integers"),
+        (lambda c: c["architecture"].update(periods=[1e400]), "'periods' is not a list of distinct integers"),
         (lambda c: c["architecture"].update(d_model=float("inf")), "'d_model' is not an integer"),
+        (lambda c: c["architecture"].update(periods=[2, 2]), "'periods' is not a list of distinct integers"),
+        (lambda c: c["architecture"].update(periods=[10 ** 10]), "a period above 4,194,304"),
     ]
     for change, what in cases:
         path = _saved_local(tmp_path / str(len(what)) / what[:8].replace("'", "").replace(" ", "_"))
@@ -810,7 +812,7 @@ def test_forged_architectures_are_user_errors(tmp_path, capsys):
     path = _saved_local(tmp_path / "inf")
     (path / "config.json").write_text((path / "config.json").read_text().replace('"periods": []', '"periods": [1e400]'))
     assert main(["verify", str(path), "--lengths", "4", "--samples", "1"]) == 2
-    assert "'periods' is not a list of integers" in capsys.readouterr().err
+    assert "'periods' is not a list of distinct integers" in capsys.readouterr().err
 
 
 def test_a_failed_save_leaves_the_model_there(tmp_path, monkeypatch):

@@ -208,6 +208,8 @@ def test_rasp_verify_on_a_small_bound(tmp_path, capsys):
     assert main(["verify", str(out), "--find-limit", "--budget", "10", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert [r["length"] for r in res["rows"]] == [2, 4, 8] and res["limits"][0]["longest_exact"] == 8
+    assert main(["verify", str(out), "--find-limit", "--max-length", "8", "--budget", "10", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["limits"][0]["longest_exact"] == 8  # the bound given explicitly
     assert main(["verify", "programs/nf.rasp", "--alphabet", "a,b"]) == 2
     assert "rasp compile programs/nf.rasp --alphabet a,b --max-length N" in capsys.readouterr().err
 

@@ -7,7 +7,7 @@ import shlex
 import warnings
 from pathlib import Path
 
-from ..errors import RaspError
+from ..errors import RaspError, listing
 from ..program import default_max_new
 from ._common import add_alphabet_option, add_json_option, load_program, sum_limit_text
 
@@ -86,9 +86,6 @@ def _run(args: argparse.Namespace) -> int:
                                ("--max-new", args.max_new, 0), ("--seed", args.seed, 0), ("--budget", args.budget, 0)):
         if value is not None and not value >= least:  # not >=: NaN is refused too
             raise RaspError(f"{flag} must be at least {least}, got {value:g}")
-    if args.max_length is not None and args.max_length < args.start:
-        raise RaspError(f"--max-length {args.max_length} is below --start {args.start}: find-limit would test nothing",
-                        hint="give a --max-length of at least --start")
     dtypes = list(dict.fromkeys(d.strip() for d in args.dtype.split(",") if d.strip()))  # each once
     if args.lengths is not None:
         args.lengths = list(dict.fromkeys(args.lengths))
@@ -133,18 +130,21 @@ def _run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     rows, limits = [], []
     if task is not None and V.sampler_alphabet(task, program) is not None and not task.variable_alphabet:
-        raise RaspError(f"task {task.name} has a fixed alphabet ({' '.join(task.alphabet)}): its sampler cannot make "
-                        f"inputs over this model's alphabet ({' '.join(program.alphabet)})",
+        raise RaspError(f"task {task.name} has a fixed alphabet ({listing(task.alphabet)}): its sampler cannot make "
+                        f"inputs over this model's alphabet ({listing(program.alphabet)})",
                         hint="verify with --inputs uniform")
     tmax = V.task_max_length(task, program)
     if tmax is not None and tmax < 1:
-        raise RaspError(f"task {task.name} has no input over this model's alphabet ({' '.join(program.alphabet)})",
+        raise RaspError(f"task {task.name} has no input over this model's alphabet ({listing(program.alphabet)})",
                         hint="verify with --inputs uniform, or compile over a larger --alphabet")
     bound = max_length_of(model)  # a bounded RASP-L model
     if bound:
         tmax = bound if tmax is None else min(tmax, bound)
         if not start_given and args.start > bound:  # the search starts at the bound itself, not past it
-            args.start = bound
+            args.start = min(bound, args.max_length or bound)
+    if args.max_length is not None and args.max_length < args.start:  # (after the bound lowered --start)
+        raise RaspError(f"--max-length {args.max_length} is below --start {args.start}: find-limit would test nothing",
+                        hint="give a --max-length of at least --start")
     if args.lengths is None:  # the defaults, inside a bounded model's bound
         args.lengths = [16, 256, 4096] if not bound else sorted({max(1, bound // 4), max(1, bound // 2), bound})
     max_len = min((x for x in (args.max_length, bound) if x), default=None)  # find-limit's last length
