@@ -146,6 +146,12 @@ class _ToAst(Transformer):
 
     def mul(self, meta, c):
         left, right = c
+        a, b = _literal_int(left), _literal_int(right)
+        if a is not None and b is not None and abs(a * b) <= INT_LIMIT:
+            # a constant product is a constant, so that it can scale a count (2 * 3 * #"a" is 6 * #"a");
+            # a larger one stays a product (constant parts are bounded by the type checker)
+            k = A.IntConst(abs(a * b), span=_span(meta))
+            return k if a * b >= 0 else A.Neg(k, span=_span(meta))
         k = _literal_int(left)
         if k is not None:
             return A.Scale(k, right, span=_span(meta))

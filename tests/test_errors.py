@@ -505,6 +505,18 @@ def test_magnitude_limit_boundaries(tmp_path, capsys):
         assert (e.value.line, e.value.column) == where, text
 
 
+def test_a_product_of_constants_scales_a_count():
+    """theory.md: integer constants and k*C follow; 2 * 3 * #"a" was "multiplication needs an integer
+    constant on one side". A product past 2^31 - 1 stays a product (the magnitude checks apply)."""
+    p = rasp.parse('alphabet a b\nX = 2 * 3 * #"a" > -2 * 3 + #"b" * 2 * 2\n')
+    q = rasp.parse('alphabet a b\nX = 6 * #"a" > -6 + 4 * #"b"\n')
+    for toks in ("a", "b", "a b b", "b b b b b b b a"):
+        assert p.run(toks) == q.run(toks), toks
+    assert str(p).splitlines()[1].startswith('X = 6 * #"a" > -6 + ')
+    with pytest.raises(rasp.RaspError, match="multiplication needs an integer constant"):
+        rasp.parse('alphabet a b\nX = 65536 * 65536 * #"a" > 0\n')
+
+
 def test_an_expansion_past_the_cap_is_refused_before_it_is_made():
     """UR over 3,000 symbols made 18 million expression copies (minutes, then out of memory); the
     cap is checked before expanding, located at the largest family, and a family with a quantifier
