@@ -76,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         # argparse cannot take positional tokens after an option (`run P --alphabet 5 a b`): a
         # command with a `tokens` list gets the leftover non-option words, and every word after `--`,
         # which marks tokens that look like options (`run P --json -- -1 a`); anything else is an error
+        if has_tokens and "--" in words and "--" in words[words.index("--") + 1:]:
+            # argparse and the split below each drop a `--`: a token that is exactly `--` would vanish
+            (_subparser(parser, getattr(args, "command", None)) or parser).error(
+                "a token that is exactly -- cannot be given on the command line (give such inputs on stdin)")
         if extra and has_tokens:
             cut = extra.index("--") if "--" in extra else len(extra)
             if not any(x.startswith("-") for x in extra[:cut]):

@@ -629,3 +629,15 @@ def test_non_ascii_tokens_in_an_ascii_locale(tmp_path):
     env = dict(os.environ, PYTHONUTF8="0", LC_ALL="C", PYTHONCOERCECLOCALE="0")
     out = _rasp("run", str(f), "é", env=env)
     assert out.returncode == 0 and "accept" in out.stdout, out.stderr
+
+
+def test_a_second_double_dash_is_an_error(tmp_path, capsys):
+    """A token that is exactly -- cannot be given on the command line: a second -- was dropped
+    silently (`-- c -- c` ran on `c c`); it is a usage error, and stdin takes such inputs."""
+    f = tmp_path / "dd.rasp"
+    f.write_text('alphabet "--" "-x" c\nX = #"c" > 0\n')
+    for tail in (["--", "c", "--", "c"], ["--", "--", "c"], ["c", "--", "--", "c"], ["--json", "--", "--"]):
+        assert main(["run", str(f), *tail]) == 2, tail
+        assert "exactly -- cannot be given" in capsys.readouterr().err
+    assert main(["run", str(f), "--", "-x", "c"]) == 0
+    assert capsys.readouterr().out.startswith("-x c\taccept")
