@@ -553,6 +553,15 @@ def _ors(parts):
     return out
 
 
+def _balanced(items: list, join, empty):
+    """``join`` over ``items`` as a balanced tree (depth log2 of their number), or ``empty``."""
+    if not items:
+        return empty
+    while len(items) > 1:
+        items = [join(items[k], items[k + 1]) if k + 1 < len(items) else items[k] for k in range(0, len(items), 2)]
+    return items[0]
+
+
 def _int(v: int):
     v = int(v)
     return A.IntConst(v) if v >= 0 else A.Neg(A.IntConst(-v))
@@ -789,13 +798,16 @@ class _Lowerer:
         positions j <= q where g(q, j) holds (inside a count's body a ``pos[...]`` is of the counted
         position j), so the whole is a chain over ``pos[i % N == q]``: N counts, exact below N."""
         N = self.max_length
-        branches = []
+        terms = []
         for q in range(N):
             S = [j for j in range(q + 1) if eval_relation(e.guard.expr, q, j)]
-            branches.append((self.at_positions([q]), type(e)(None, _and(body, self.at_positions(S)))))
+            here, count = self.at_positions([q]), type(e)(None, _and(body, self.at_positions(S)))
+            terms.append(A.Cond(here, count, A.IntConst(0)) if isinstance(e, A.Count) else _and(here, count))
+        # the branches exclude each other, so they are added (or or-ed) as a balanced tree: a chain of N
+        # conditionals nested N deep, past what the later passes' recursion takes (about N = 500)
         if isinstance(e, A.Count):
-            return Cnt(_chain(branches + [(TRUE, A.IntConst(0))], A.COUNT))
-        return _fin_bool(_chain(branches + [(TRUE, FALSE)], A.BOOL))
+            return Cnt(_balanced(terms, _add, A.IntConst(0)))
+        return _fin_bool(_balanced(terms, _or, FALSE))
 
     def crange(self, e) -> tuple[int, int]:
         """Bounds of a C-RASP count expression over inputs of length <= max_length."""

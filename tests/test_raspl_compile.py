@@ -242,6 +242,16 @@ def test_bounded_mode_enumerates_absolute_positions(src):
             assert m.run_batch(inputs, dtype="float64") == p.run_batch(inputs, max_new=cap), (N, n)
 
 
+def test_bounded_guards_do_not_nest_with_the_bound():
+    """The N branches of an enumerated guard are added as a balanced tree: as a chain of N nested
+    conditionals the lowering was refused as nesting too deeply from about N = 500."""
+    from rasp.raspl import lower_explained
+
+    p = rasp.parse('alphabet a b\nA = #[j <= 2] "a" >= 2\n')
+    low, why = lower_explained(p, 700)
+    assert low is not None, why
+
+
 def test_rasp_compile_of_an_out_of_class_program_mentions_the_bound(tmp_path, capsys):
     from rasp.cli import main
 
@@ -250,6 +260,9 @@ def test_rasp_compile_of_an_out_of_class_program_mentions_the_bound(tmp_path, ca
     assert main(["compile", str(f)]) == 2
     assert "--max-length N" in capsys.readouterr().err
     assert main(["compile", str(f), "--max-length", "5"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(f)]) == 2  # verify's --max-length is find-limit's: it says how instead
+    assert f"rasp compile {f} --max-length N -o DIR" in capsys.readouterr().err
 
 
 def test_save_load_keeps_the_raspl_program(tmp_path):

@@ -119,7 +119,11 @@ def _run(args: argparse.Namespace) -> int:
         try:
             model = compile_raspl(load_program(args.target, args.alphabet))
         except RaspError as exc:
-            if exc.hint and "--max-length N" in exc.hint:  # here --max-length is find-limit's: say how instead
+            from compiler.graph import OUTSIDE
+
+            # a RASP-L program that does not lower, or one outside the class (bounded mode takes both):
+            # here --max-length is find-limit's, so say how to make a bounded model instead
+            if (exc.hint and "--max-length N" in exc.hint) or OUTSIDE in exc.message:
                 alphabet = f" --alphabet {shlex.quote(args.alphabet)}" if args.alphabet else ""
                 exc.hint = (f"compile a bounded model first (exact on sequences of at most N tokens): rasp compile "
                             f"{args.target}{alphabet} --max-length N -o DIR, then rasp verify DIR")
