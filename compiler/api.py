@@ -29,7 +29,7 @@ import numpy as np
 
 from rasp import ast as A
 from rasp.ast import OUTPUT_KINDS
-from rasp.errors import RaspError, loads_json
+from rasp.errors import RaspError, loads_json, quoted
 from rasp.gcpause import paused_gc
 from rasp.guards import TABLE_CAP
 from rasp.program import Program, check_batch, generation_limits, load as load_program, parse
@@ -403,12 +403,11 @@ def load(directory: str | Path) -> CompiledModel:
     cfg_file, w_file = path / CONFIG_FILE, path / WEIGHTS_FILE
     for f in (cfg_file, w_file):
         try:
-            f.is_file()
+            missing = None if f.is_file() else "not a file" if f.exists() else "missing"
         except OSError as exc:
             raise RaspError(f"{where}: cannot read {f.name}: {exc.strerror or exc}") from None
-        if not f.is_file():
-            raise RaspError(f"{where}: {f.name} is {'not a file' if f.exists() else 'missing'}",
-                            hint="write the model with: rasp compile PROGRAM -o DIR")
+        if missing:
+            raise RaspError(f"{where}: {f.name} is {missing}", hint="write the model with: rasp compile PROGRAM -o DIR")
     try:
         config = loads_json(cfg_file.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -418,13 +417,13 @@ def load(directory: str | Path) -> CompiledModel:
                         hint="write one with: rasp compile PROGRAM -o DIR")
     version = config.get("format_version")
     if type(version) is not int or version < 1:
-        raise RaspError(f"{cfg_file}: format_version {_short(version)} is not a format version (1 to {FORMAT_VERSION})",
+        raise RaspError(f"{cfg_file}: format_version {quoted(version)} is not a format version (1 to {FORMAT_VERSION})",
                         hint="rewrite the model with: rasp compile PROGRAM -o DIR")
     if version > FORMAT_VERSION:
-        raise RaspError(f"{cfg_file}: format version {_short(version)} is newer than this compiler "
+        raise RaspError(f"{cfg_file}: format version {quoted(version)} is newer than this compiler "
                         f"reads ({FORMAT_VERSION})")
     if not isinstance(config.get("compiler_version"), str):
-        raise RaspError(f"{cfg_file}: compiler_version {_short(config.get('compiler_version'))} is not a version",
+        raise RaspError(f"{cfg_file}: compiler_version {quoted(config.get('compiler_version'))} is not a version",
                         hint="rewrite the model with: rasp compile PROGRAM -o DIR")
     data = w_file.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
@@ -560,12 +559,6 @@ def _directory(directory) -> Path:
     raise RaspError(f"a model directory is a non-empty path, not {directory!r}", hint='e.g. model.save("out/ur")')
 
 
-def _short(value) -> str:
-    """A value from a file for a message: at most 40 characters (a 400-digit version number)."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _safetensors_metadata(data: bytes) -> dict:
     """The ``__metadata__`` of a safetensors file's bytes: the format is an 8-byte little-endian
     header length, then the JSON header (safetensors.torch.load, which reads the tensors from the
@@ -608,7 +601,7 @@ def _architecture_problem(arch) -> str | None:
             return f"layer {l}: 'heads' is not a list of objects"
         for h, head in enumerate(heads):
             if head.get("kind") not in ("uniform", "local"):
-                return f"layer {l} head {h}: kind {_short(head.get('kind'))} is not uniform or local"
+                return f"layer {l} head {h}: kind {quoted(head.get('kind'))} is not uniform or local"
             if head["kind"] == "local" and not count(head.get("offset"), 1):
                 return f"layer {l} head {h}: a local head's 'offset' is not an integer >= 1"
     return None

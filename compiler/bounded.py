@@ -32,13 +32,12 @@ from typing import Iterable
 import numpy as np
 
 from rasp import ast as A
-from rasp.errors import RaspError
+from rasp.errors import OutsideClassError, RaspError
 from rasp.printer import module_to_str
 from rasp.program import Program, load as load_program
 from rasp.raspl import MAX_BOUNDED_LENGTH, lower_explained, uses_raspl
 
 from .api import CompiledModel, compile as compile_exact
-from .graph import OUTSIDE
 
 
 def compile_raspl(program: Program | str | Path, *, max_length: int | None = None,
@@ -71,11 +70,11 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
     if lowered is not None:
         try:
             model = compile_exact(lowered)
-        except RaspError as exc:
+        except OutsideClassError:
             # outside the class after all (a guard of absolute positions, which RASP-L may write as
             # one select comparison): with a bound, bounded mode enumerates those positions; any
             # other failure (a table too large) is the user's to see as it is
-            if max_length is None or OUTSIDE not in exc.message:
+            if max_length is None:
                 raise
     if model is not None and not raspl:
         return model

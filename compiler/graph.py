@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from rasp import ast as A
-from rasp.errors import RaspError
+from rasp.errors import OutsideClassError, RaspError
 from rasp.guards import periodic_residues
 from rasp.printer import expr_to_str
 from rasp.rewrite import local_offset
@@ -76,8 +76,6 @@ HEAD_VALUE_CAP = 2 ** 52
 LOCAL_BOS_LOGIT = 1024.0
 
 HINT = "run `rasp check PROGRAM` for the fragment and the reason"
-#: the words of every error that says a construct is outside the class (bounded mode keys on them)
-OUTSIDE = "not in C-RASP[periodic, local]"
 
 Lin = tuple  # ((node id, Fraction), ...) sorted, no zero coefficients
 
@@ -136,7 +134,7 @@ def check_class(core: A.CoreProgram, walk: bool = True) -> None:
     checked = raspl | {A.Count, A.Exists, A.PosPred}  # the kinds that can be outside the class
     for d in core.defs:
         if d.type not in (A.BOOL, A.COUNT):
-            raise RaspError(
+            raise OutsideClassError(
                 f"definition {d.name} has type {d.type}: not in C-RASP[periodic, local] (only bool and "
                 "count values compile); see rasp check", d.span, HINT)
         if not walk:
@@ -151,17 +149,17 @@ def check_class(core: A.CoreProgram, walk: bool = True) -> None:
             if kind not in checked:
                 continue
             if kind in raspl:
-                raise RaspError(
+                raise OutsideClassError(
                     f"'{expr_to_str(node)}' is a RASP-L operation, not in C-RASP[periodic, local]; "
                     "see rasp check", node.span or d.span,
                     "RASP-L programs compile through their lowering: compiler.bounded.compile_raspl (rasp compile "
                     "does this)")
             if (kind is A.Count or kind is A.Exists) and node.guard is not None and local_offset(node.guard) is None:
-                raise RaspError(
+                raise OutsideClassError(
                     f"'{expr_to_str(node)}' counts with a relation that is not local or periodic after "
                     "rewriting: not in C-RASP[periodic, local]; see rasp check", node.span or d.span, HINT)
             if kind is A.PosPred and periodic_residues(node.rel.expr) is None:
-                raise RaspError(
+                raise OutsideClassError(
                     f"'{expr_to_str(node)}' is not periodic: not in C-RASP[periodic, local]; see rasp check",
                     node.span or d.span, HINT)
 

@@ -299,7 +299,8 @@ class PeakMemory:
     """The memory a block adds at its peak, measured (``with PeakMemory(device) as p: ...``).
 
     ``host_bytes``: the process's peak resident memory during the block minus its resident memory at
-    the start (after freed heap memory is returned to the system, :func:`_trim_heap`). The peak (VmHWM) is reset to the current resident size at the start by writing 5 to
+    the start (after freed heap memory is returned to the system, :func:`_trim_heap`). The peak
+    (VmHWM) is reset to the current resident size at the start by writing 5 to
     /proc/self/clear_refs (Linux); where that is impossible the figure is None. The reset is for the
     whole process (``getrusage``'s ru_maxrss follows it), so blocks must not nest.
     ``device_bytes``: on CUDA the caching allocator's peak during the block minus what was allocated

@@ -31,14 +31,17 @@ def loads_json(text: str):
         raise ValueError("nested too deeply") from None
 
 
-def quoted(text: str, limit: int = 40) -> str:
-    """User text for a message: quoted and escaped (control and bidi characters as escapes, so they
-    cannot reorder the terminal line), and cut after ``limit`` characters (a 100,000-character token
-    was repeated whole)."""
-    if len(text) <= limit:
-        return repr(text)
-    shown = repr(text[:limit])  # quoted with ' or " (whichever repr chose): close it with the same
-    return f"{shown[:-1]}...{shown[-1]} ({len(text):,} characters)"
+def quoted(value, limit: int = 40) -> str:
+    """User text (or a value read from a file) for a message: quoted and escaped (control and bidi
+    characters as escapes, so they cannot reorder the terminal line), and cut after ``limit``
+    characters (a 100,000-character token was repeated whole; a 400-digit version number)."""
+    if not isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= limit else text[:limit - 3] + "..."
+    if len(value) <= limit:
+        return repr(value)
+    shown = repr(value[:limit])  # quoted with ' or " (whichever repr chose): close it with the same
+    return f"{shown[:-1]}...{shown[-1]} ({len(value):,} characters)"
 
 
 def listing(symbols, limit: int = 30) -> str:
@@ -151,6 +154,11 @@ class RaspError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+
+class OutsideClassError(RaspError):
+    """A construct outside C-RASP[periodic, local] met by the compiler (:func:`compiler.graph.check_class`):
+    bounded mode (``--max-length N``) compiles some of these, so callers tell it from other errors."""
 
 
 class TooLargeError(RaspError):

@@ -786,25 +786,22 @@ class _Lowerer:
         if len(ps) >= N:
             return TRUE
         mod = A.PBin("%", A.PVar("i"), A.PInt(N))
-        atoms = [A.PCmp("==", mod, A.PInt(p)) for p in ps]
-        expr = atoms[0]
-        for a in atoms[1:]:
-            expr = A.POr(expr, a)
-        return A.PosPred(A.Rel(expr))
+        return A.PosPred(A.Rel(_balanced([A.PCmp("==", mod, A.PInt(p)) for p in ps], A.POr, None)))
 
     def bounded_guard(self, e, body):
         """Bounded mode: ``#[g] P`` (or ``exists[g] P``) with a relation g that is not regular (``j <= 3``,
         ``j <= i / 2``): at query position q < N the count is ``#(P && pos[j in S_q])`` with S_q the
         positions j <= q where g(q, j) holds (inside a count's body a ``pos[...]`` is of the counted
-        position j), so the whole is a chain over ``pos[i % N == q]``: N counts, exact below N."""
+        position j), selected by ``pos[i % N == q]``: at most N distinct counts, exact below N. The
+        branches exclude each other, so they are added (or or-ed) as a balanced tree, and so are the
+        positions of a ``pos[...]``: nested N deep they passed what the later passes' recursion takes
+        (about N = 500)."""
         N = self.max_length
         terms = []
         for q in range(N):
             S = [j for j in range(q + 1) if eval_relation(e.guard.expr, q, j)]
             here, count = self.at_positions([q]), type(e)(None, _and(body, self.at_positions(S)))
             terms.append(A.Cond(here, count, A.IntConst(0)) if isinstance(e, A.Count) else _and(here, count))
-        # the branches exclude each other, so they are added (or or-ed) as a balanced tree: a chain of N
-        # conditionals nested N deep, past what the later passes' recursion takes (about N = 500)
         if isinstance(e, A.Count):
             return Cnt(_balanced(terms, _add, A.IntConst(0)))
         return _fin_bool(_balanced(terms, _or, FALSE))

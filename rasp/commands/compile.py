@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..errors import RaspError
+from ..errors import OutsideClassError, RaspError
 from ._common import SUM_NOTE_POSITIONS, add_alphabet_option, add_json_option, load_program, sum_limit_text
 
 
@@ -35,7 +35,6 @@ def run(args: argparse.Namespace) -> int:
     import compiler  # torch is imported only when a command needs it
 
     from compiler.bounded import compile_raspl, max_length_of
-    from compiler.graph import OUTSIDE
 
     if args.max_length is not None and args.max_length < 1:
         raise RaspError("--max-length must be at least 1")
@@ -45,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         model = compile_raspl(program, max_length=args.max_length)  # plain C-RASP: compiler.compile
     except RaspError as exc:
-        if args.max_length is None and OUTSIDE in exc.message:
+        if args.max_length is None and isinstance(exc, OutsideClassError):
             exc.hint = (f"{exc.hint}; or compile a model exact up to N tokens: --max-length N" if exc.hint
                         else "compile a model exact up to N tokens: --max-length N")
         raise

@@ -7,7 +7,7 @@ import shlex
 import warnings
 from pathlib import Path
 
-from ..errors import RaspError, listing
+from ..errors import OutsideClassError, RaspError, listing
 from ..program import default_max_new
 from ._common import add_alphabet_option, add_json_option, load_program, sum_limit_text
 
@@ -119,11 +119,9 @@ def _run(args: argparse.Namespace) -> int:
         try:
             model = compile_raspl(load_program(args.target, args.alphabet))
         except RaspError as exc:
-            from compiler.graph import OUTSIDE
-
             # a RASP-L program that does not lower, or one outside the class (bounded mode takes both):
             # here --max-length is find-limit's, so say how to make a bounded model instead
-            if (exc.hint and "--max-length N" in exc.hint) or OUTSIDE in exc.message:
+            if (exc.hint and "--max-length N" in exc.hint) or isinstance(exc, OutsideClassError):
                 alphabet = f" --alphabet {shlex.quote(args.alphabet)}" if args.alphabet else ""
                 exc.hint = (f"compile a bounded model first (exact on sequences of at most N tokens): rasp compile "
                             f"{args.target}{alphabet} --max-length N -o DIR, then rasp verify DIR")
