@@ -61,7 +61,10 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
         program = program.with_alphabet(alphabet)
     raspl = uses_raspl(program)
     if not raspl and max_length is None:
-        return compile_exact(program)
+        try:
+            return compile_exact(program)
+        except OutsideClassError as exc:
+            raise _bound_hint(exc) from None
     t0 = time.perf_counter()
     # exact first: a RASP-L program's lowering, a C-RASP program as it is
     lowered, why = lower_explained(program) if raspl else (program, None)
@@ -70,17 +73,17 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
     if lowered is not None:
         try:
             model = compile_exact(lowered)
-        except OutsideClassError:
+        except OutsideClassError as exc:
             # outside the class after all (a guard of absolute positions, which RASP-L may write as
             # one select comparison): with a bound, bounded mode enumerates those positions; any
             # other failure (a table too large) is the user's to see as it is
             if max_length is None:
-                raise
+                raise _bound_hint(exc) from None
     if model is not None and not raspl:
         return model
     if model is None:
         if lowered is None and max_length is None:
-            raise RaspError(
+            raise OutsideClassError(
                 f"this RASP-L program does not lower to C-RASP: {why.message}", why.span,
                 why.hint or "compile a bounded model with --max-length N (exact on sequences of at most N tokens)",
             ).located(program.source, program.filename)
@@ -117,6 +120,13 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
     passes = {"lower": lower_s, **model.compile_passes}
     passes["config"] += time.perf_counter() - t1
     return model.with_config(config, program, sum(passes.values()), passes)
+
+
+def _bound_hint(exc: OutsideClassError) -> OutsideClassError:
+    """The error of a program outside the class, with a hint that a bounded model would compile it."""
+    more = "compile a model exact up to N tokens: --max-length N"
+    exc.hint = f"{exc.hint}; or {more}" if exc.hint else more
+    return exc
 
 
 def max_length_of(model: CompiledModel) -> int | None:

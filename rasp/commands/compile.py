@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..errors import OutsideClassError, RaspError
+from ..errors import RaspError
 from ._common import SUM_NOTE_POSITIONS, add_alphabet_option, add_json_option, load_program, sum_limit_text
 
 
@@ -41,13 +41,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None and not args.output.strip():
         raise RaspError("-o is empty", hint="name the directory to write: -o DIR")
     program = load_program(args.program, args.alphabet)
-    try:
-        model = compile_raspl(program, max_length=args.max_length)  # plain C-RASP: compiler.compile
-    except RaspError as exc:
-        if args.max_length is None and isinstance(exc, OutsideClassError):
-            exc.hint = (f"{exc.hint}; or compile a model exact up to N tokens: --max-length N" if exc.hint
-                        else "compile a model exact up to N tokens: --max-length N")
-        raise
+    # (a program outside the class: its error says that --max-length N would compile a bounded model)
+    model = compile_raspl(program, max_length=args.max_length)  # plain C-RASP: compiler.compile
     bound = max_length_of(model)
     files = []
     if args.output:

@@ -118,13 +118,12 @@ def _run(args: argparse.Namespace) -> int:
 
         try:
             model = compile_raspl(load_program(args.target, args.alphabet))
-        except RaspError as exc:
+        except OutsideClassError as exc:
             # a RASP-L program that does not lower, or one outside the class (bounded mode takes both):
             # here --max-length is find-limit's, so say how to make a bounded model instead
-            if (exc.hint and "--max-length N" in exc.hint) or isinstance(exc, OutsideClassError):
-                alphabet = f" --alphabet {shlex.quote(args.alphabet)}" if args.alphabet else ""
-                exc.hint = (f"compile a bounded model first (exact on sequences of at most N tokens): rasp compile "
-                            f"{args.target}{alphabet} --max-length N -o DIR, then rasp verify DIR")
+            alphabet = f" --alphabet {shlex.quote(args.alphabet)}" if args.alphabet else ""
+            exc.hint = (f"compile a bounded model first (exact on sequences of at most N tokens): rasp compile "
+                        f"{args.target}{alphabet} --max-length N -o DIR, then rasp verify DIR")
             raise
     program = model.program
     task = V.task_for(program, loaded=model.loaded_from is not None) if args.inputs == "task" else None

@@ -168,26 +168,26 @@ class AlphabetView:
     the task's. Only tasks with a variable alphabet allow it (``task.resolve_alphabet`` says why not)."""
 
     def __init__(self, task, alphabet):
-        self._task = task
+        self.base = task  # the task itself (what does not depend on the alphabet: the copy direction)
         self.alphabet = task.resolve_alphabet(alphabet)
 
     def __getattr__(self, name):
-        return getattr(self._task, name)
+        return getattr(self.base, name)
 
     def _own(self, alphabet):
         return self.alphabet if alphabet is None else alphabet
 
     def sample(self, rng, length, alphabet=None):
-        return self._task.sample(rng, length, self._own(alphabet))
+        return self.base.sample(rng, length, self._own(alphabet))
 
     def reference(self, tokens, alphabet=None):
-        return self._task.reference(tokens, self._own(alphabet))
+        return self.base.reference(tokens, self._own(alphabet))
 
     def min_length(self, alphabet=None):
-        return self._task.min_length(self._own(alphabet))
+        return self.base.min_length(self._own(alphabet))
 
     def max_length(self, alphabet=None):
-        return self._task.max_length(self._own(alphabet))
+        return self.base.max_length(self._own(alphabet))
 
 
 def make_samples(task, rng: np.random.Generator, lo: int, hi: int, n: int) -> list:

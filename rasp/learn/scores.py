@@ -107,9 +107,8 @@ def _finish(acc: dict, direction: str) -> dict:
 def head_scores(attn: list[np.ndarray], n_sources: list[int], direction: str) -> dict:
     """Scores from attention patterns: ``attn[l]`` is (B, H, T, T); sample b has ``n_sources[b]``
     source tokens. Returns {"induction": L x H, "anti_induction": L x H, "uniform": {...}, ...}
-    (a score without pairs is None). ``direction``: "forward" or "backward" (else ValueError)."""
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
+    (a score without pairs is None). ``direction``: "forward" or "backward" (else a ValueError from
+    :func:`score_positions`)."""
     return _finish(_sums(attn, n_sources, direction), direction)
 
 

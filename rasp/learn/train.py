@@ -314,7 +314,7 @@ def run_task(task, cfg: TrainConfig, device="auto", progress: bool = True, log=N
     ds = build_datasets(task, vocab, cfg)
     seeds, head_scores = [], []
     # a property of the task, not of the alphabet: over one symbol every copy reads both ways
-    direction = S.copy_direction(getattr(task, "_task", task)) if task.kind == "generate" else None
+    direction = S.copy_direction(getattr(task, "base", task)) if task.kind == "generate" else None
     for seed in range(cfg.first_seed, cfg.first_seed + cfg.seeds):
         model, res = train_seed(task, vocab, ds, cfg, seed, dev, progress, log)
         if scores and direction is not None:
