@@ -174,16 +174,7 @@ class _Expander:
 
     def codes(self, r):
         """A map function with every symbol ``"a"`` replaced by its code (index in alphabet + special)."""
-        if isinstance(r, A.PSym):
-            if r.value not in self.codes_of:
-                raise RaspError(f"symbol \"{r.value}\" is not in the alphabet: {listing(self.alphabet)}", r.span,
-                                "add it to the 'alphabet' or 'special' declaration, or to --alphabet")
-            return A.PInt(self.codes_of[r.value], span=r.span)
-        if not dataclasses.is_dataclass(r):
-            return r
-        changes = {f.name: self.codes(getattr(r, f.name)) for f in dataclasses.fields(r)
-                   if f.name != "span" and dataclasses.is_dataclass(getattr(r, f.name))}
-        return dataclasses.replace(r, **changes) if changes else r
+        return symbol_codes(r, self.codes_of, self.alphabet)
 
     def guard(self, g):
         if g is None or isinstance(g, A.Rel):
@@ -473,3 +464,18 @@ def map_bound(f: A.PosExpr, env: dict, codes: int) -> tuple[int, int] | None:
         return None
 
     return go(f)
+
+
+def symbol_codes(r, codes_of: dict[str, int], alphabet=()):
+    """A map function with every symbol ``"a"`` replaced by its code (``codes_of``: index in alphabet
+    + special); a symbol outside them is a located error naming ``alphabet``."""
+    if isinstance(r, A.PSym):
+        if r.value not in codes_of:
+            raise RaspError(f"symbol \"{r.value}\" is not in the alphabet: {listing(alphabet)}", r.span,
+                            "add it to the 'alphabet' or 'special' declaration, or to --alphabet")
+        return A.PInt(codes_of[r.value], span=r.span)
+    if not dataclasses.is_dataclass(r):
+        return r
+    changes = {f.name: symbol_codes(getattr(r, f.name), codes_of, alphabet) for f in dataclasses.fields(r)
+               if f.name != "span" and dataclasses.is_dataclass(getattr(r, f.name))}
+    return dataclasses.replace(r, **changes) if changes else r

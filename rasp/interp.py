@@ -206,26 +206,37 @@ class _Selector:
     def aggregate(self, values: np.ndarray, reduction: str, default: int) -> np.ndarray:
         B, N = self.keys.shape
         out = np.full((B, N), default, dtype=np.int64)
-        # a mean's sum of N values can leave int64 although the mean cannot: then it is summed in
-        # two halves (see _split_mean)
-        wide = reduction == "mean" and values.size and \
-            max(-int(values.min()), int(values.max())) * N >= 2 ** 63
+        wide = mean_is_wide(values, N) if reduction == "mean" else False
         for s, e, m in self.masks():
-            w = m.sum(axis=2)
-            has = w > 0
-            if reduction == "mean" and wide:
-                val = _split_mean(m.astype(np.int64), values, np.maximum(w, 1))
-            elif reduction == "mean":
-                num = np.einsum("bqk,bk->bq", m.astype(np.int64), values)
-                q = np.abs(num) // np.maximum(w, 1)  # int() truncates toward zero
-                val = np.where(num < 0, -q, q)
-            else:
-                # the extreme int64 values: a selected value equal to the filler still wins
-                fill = np.iinfo(np.int64).min if reduction == "max" else np.iinfo(np.int64).max
-                vals = np.where(m, values[:, None, :], fill)
-                val = vals.max(axis=2) if reduction == "max" else vals.min(axis=2)
-            out[:, s:e] = np.where(has, val, default)
+            out[:, s:e] = aggregate_rows(m, values, reduction, default, wide)
         return out
+
+
+def mean_is_wide(values: np.ndarray, n: int) -> bool:
+    """Whether a sum of up to n of these values can leave int64 (a mean cannot): then
+    :func:`aggregate_rows` sums in two halves (see :func:`_split_mean`)."""
+    return bool(values.size) and max(-int(values.min()), int(values.max())) * n >= 2 ** 63
+
+
+def aggregate_rows(m: np.ndarray, values: np.ndarray, reduction: str, default: int, wide: bool) -> np.ndarray:
+    """RASP-L ``aggregate`` for a block of queries: ``m`` (B, q, k) says which of the k keys each
+    query selects, ``values`` (B, k) int64; returns (B, q). The mean truncates toward zero (as
+    ``int()``); ``wide`` (from :func:`mean_is_wide`) says the sum may need more than int64. A query
+    that selects nothing gets ``default``. Shared by the interpreter and the streaming evaluator."""
+    w = m.sum(axis=2)
+    has = w > 0
+    if reduction == "mean" and wide:
+        val = _split_mean(m.astype(np.int64), values, np.maximum(w, 1))
+    elif reduction == "mean":
+        num = np.einsum("bqk,bk->bq", m.astype(np.int64), values)
+        q = np.abs(num) // np.maximum(w, 1)  # int() truncates toward zero
+        val = np.where(num < 0, -q, q)
+    else:
+        # the extreme int64 values: a selected value equal to the filler still wins
+        fill = np.iinfo(np.int64).min if reduction == "max" else np.iinfo(np.int64).max
+        vals = np.where(m, values[:, None, :], fill)
+        val = vals.max(axis=2) if reduction == "max" else vals.min(axis=2)
+    return np.where(has, val, default)
 
 
 def _split_mean(m: np.ndarray, values: np.ndarray, w: np.ndarray) -> np.ndarray:

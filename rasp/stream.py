@@ -23,8 +23,14 @@ where g depends on (d, i mod M)) and, per residue r of j mod M, the number of ea
 j <= i - T with j = r (mod M) and P(j), combined with the far table F[i mod M, r]. Any other guard
 keeps the whole history of P and evaluates g(i, j) for every j <= i (O(i) per step).
 
-Programs that use RASP-L primitives are not handled here (:func:`supports` says so); the caller falls
-back to full re-evaluation.
+**RASP-L.** ``tokens``, ``indices`` and ``map``/``seqmap`` act on the current position only. A
+``select`` keeps the keys of every position so far: its value at i is the row
+``op(keys[j], queries[i])`` for j <= i, a (B, i + 1) mask; ``selector_width`` sums the row and
+``aggregate`` keeps the values of every position so far and reduces them under the row with the
+interpreter's own :func:`rasp.interp.aggregate_rows`. A step costs O(i) per such operation instead of
+re-evaluating the whole (N x N) selector, so generating a long answer costs O(N^2) in all, not O(N^3).
+The primitives are handled where every value is a plain sequence, outside families and quantifiers
+(:func:`supports` says no otherwise, and the caller re-evaluates the whole program after every token).
 """
 from __future__ import annotations
 
@@ -34,8 +40,9 @@ import numpy as np
 
 from . import ast as A
 from . import builtins
-from .expand import instance_key
-from .guards import TABLE_CAP, GuardForm, analyze_relation, eval_relation, far_table, table_cells
+from .expand import instance_key, symbol_codes
+from .guards import TABLE_CAP, GuardForm, analyze_relation, eval_function, eval_relation, far_table, table_cells
+from .interp import aggregate_rows, mean_is_wide
 from .typecheck import symbol_comparison
 
 _CMP = {
@@ -45,14 +52,20 @@ _CMP = {
 _SYMBOL_CMP = _CMP
 
 _SUPPORTED = (A.Tok, A.BoolConst, A.IntConst, A.Ref, A.Not, A.And, A.Or, A.Compare, A.Count, A.Exists, A.Cond,
-              A.Add, A.Sub, A.Scale, A.Neg, A.Min, A.Max, A.PosPred, A.PosName, A.Quant)
+              A.Add, A.Sub, A.Scale, A.Neg, A.Min, A.Max, A.PosPred, A.PosName, A.Quant) + A.RASPL_NODES
 
 
 def supports(program) -> bool:
-    """Whether :class:`Stream` can evaluate ``program`` (C-RASP constructs only)."""
+    """Whether :class:`Stream` can evaluate ``program``: C-RASP constructs anywhere, RASP-L primitives
+    outside families and quantifiers (where every value is one sequence)."""
     for sig in program.checked.signatures.values():
-        for node in A.walk(sig.definition.expr):
+        d = sig.definition
+        for node in A.walk(d.expr):
             if not isinstance(node, _SUPPORTED):
+                return False
+            if isinstance(node, A.RASPL_NODES) and d.params:
+                return False
+            if isinstance(node, A.Quant) and any(isinstance(n, A.RASPL_NODES) for n in A.walk(node.body)):
                 return False
     return True
 
@@ -118,6 +131,27 @@ class _CountState:
         return out >= 1 if self.exists else out
 
 
+@dataclass
+class _Trail:
+    """The values one RASP-L operand (the keys of a select, the values of an aggregate) took at
+    positions 0..i, in a buffer that doubles when full; and the node's value at the last step."""
+
+    buf: np.ndarray | None = None
+    n: int = 0
+    at: int = -1
+    value: np.ndarray | None = None
+
+    def push(self, v: np.ndarray) -> np.ndarray:
+        """Append the value at the next position; returns (B, positions so far)."""
+        if self.buf is None:
+            self.buf = np.empty((len(v), 16), dtype=np.int64)
+        elif self.n == self.buf.shape[1]:
+            self.buf = np.concatenate([self.buf, np.empty_like(self.buf)], axis=1)
+        self.buf[:, self.n] = v
+        self.n += 1
+        return self.buf[:, : self.n]
+
+
 # ============================================================================ the evaluator
 class Stream:
     """Feed one token per row at a time with :meth:`step`; read definitions at the current position.
@@ -137,6 +171,8 @@ class Stream:
         self.i = -1
         self.values: dict[str, np.ndarray] = {}
         self._counts: dict[int, _CountState] = {}
+        self._trails: dict[int, _Trail] = {}
+        self._bodies: dict[int, A.PosExpr] = {}
         self._tokens = np.full(batch, -1, dtype=np.int64)
         self._onehot = np.zeros((batch, self.m), dtype=bool)
         self._order = list(self.checked.order)
@@ -152,15 +188,21 @@ class Stream:
             d = sig.definition
             scope = tuple(p.name for p in d.params)
             v = self._eval(d.expr, scope)
+            if sig.type == A.SELECTOR:  # the current row, (B, i + 1): read by aggregate and selector_width
+                self.values[name] = v
+                continue
             want = (self.B,) + (self.m,) * len(scope)
             dtype = bool if sig.type == A.BOOL else np.int64
             self.values[name] = np.broadcast_to(np.asarray(v, dtype=dtype), want)
         return self.values
 
     def core_values(self) -> dict[str, np.ndarray]:
-        """The current values under core names (``P[a,b]``), each of shape (B,)."""
+        """The current values under core names (``P[a,b]``), each of shape (B,); selectors (a row of
+        a matrix, not a value per position) are left out."""
         out = {}
         for name in self._order:
+            if self.checked.signatures[name].type == A.SELECTOR:
+                continue
             v = self.values[name]
             k = v.ndim - 1
             if k == 0:
@@ -239,7 +281,56 @@ class Stream:
             if e.op == "all":
                 return full.all(axis=-1)
             return full.sum(axis=-1, dtype=np.int64)
+        # RASP-L, outside families and quantifiers (supports): every value has shape (B,)
+        if isinstance(e, A.Tokens):
+            return self._tokens
+        if isinstance(e, A.Indices):
+            return self._const(self.i, scope)
+        if isinstance(e, A.Map):
+            args = {p: self._seq(a, scope) for p, a in zip(e.params, e.args)}
+            body = self._bodies.get(id(e))
+            if body is None:  # symbols in the function ("+") read as their codes, once per node
+                body = self._bodies[id(e)] = symbol_codes(e.body, self.codes)
+            return np.broadcast_to(np.asarray(eval_function(body, args)), (self.B,))
+        if isinstance(e, A.Select):
+            return self._select(e, scope)
+        if isinstance(e, A.SelectorWidth):
+            return self._eval(e.selector, scope).sum(axis=1, dtype=np.int64)
+        if isinstance(e, A.Aggregate):
+            return self._aggregate(e, scope)
         raise TypeError(f"the streaming evaluator does not handle {type(e).__name__}")
+
+    def _seq(self, e, scope) -> np.ndarray:
+        """A RASP-L operand at the current position as int64 (bools as 0/1, as the interpreter reads them)."""
+        return np.broadcast_to(np.asarray(self._eval(e, scope)).astype(np.int64), (self.B,))
+
+    def _trail(self, e) -> _Trail:
+        st = self._trails.get(id(e))
+        if st is None:
+            st = self._trails[id(e)] = _Trail()
+        return st
+
+    def _select(self, e: A.Select, scope) -> np.ndarray:
+        """Row i of the selector: key j <= i is selected when ``op(keys[j], queries[i])``."""
+        st = self._trail(e)
+        if st.at == self.i:  # a node shared by several expressions: its keys are pushed once per position
+            return st.value
+        keys = st.push(self._seq(e.keys, scope))
+        queries = self._seq(e.queries, scope)  # evaluated even for ``true``: nested counts must step
+        row = np.ones(keys.shape, dtype=bool) if e.op == "true" else _CMP[e.op](keys, queries[:, None])
+        st.value, st.at = row, self.i
+        return row
+
+    def _aggregate(self, e: A.Aggregate, scope) -> np.ndarray:
+        st = self._trail(e)
+        if st.at == self.i:
+            return st.value
+        row = self._eval(e.selector, scope)
+        values = st.push(self._seq(e.values, scope))
+        wide = e.reduction == "mean" and mean_is_wide(values, values.shape[1])
+        out = aggregate_rows(row[:, None, :], values, e.reduction, e.default, wide)[:, 0]
+        st.value, st.at = out, self.i
+        return out
 
     def _pos(self, rel, scope):
         return self._const(bool(eval_relation(rel, self.i)), scope)
@@ -256,6 +347,8 @@ class Stream:
     def _ref(self, e: A.Ref, scope):
         """A definition's value with its parameter axes placed on the scope's axes."""
         v = self.values[e.name]  # (B, m, ..., m), one axis per parameter
+        if self.checked.signatures[e.name].type == A.SELECTOR:
+            return v  # a selector row (no parameters: supports)
         # literal indices: take the slice (from the last axis back, so axis numbers stay valid)
         var_axes: list[tuple[int, str]] = []
         for k, s in enumerate(e.indices):

@@ -14,6 +14,7 @@ Profiles (tests/conftest.py): ``HYPOTHESIS_PROFILE=ci`` (default) or ``thorough`
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -278,6 +279,38 @@ def random_program(draw):
 def test_random_programs(program, data):
     inputs = data.draw(st.lists(tokens_for(program, 30), min_size=1, max_size=3), label="batch")
     assert_rows_match(program, inputs)
+
+
+@given(program=random_program(), data=st.data())
+def test_random_programs_stream(program, data):
+    """The streaming evaluator (what generation uses after the first tokens) equals the interpreter
+    at every position: each select row from the keys kept so far, each aggregate over the values
+    kept so far."""
+    from rasp import stream
+
+    assert stream.supports(program)
+    inputs = data.draw(st.lists(tokens_for(program, 30), min_size=1, max_size=3), label="batch")
+    seqs = [program.encode(t) for t in inputs]
+    want = interp.evaluate(program.core, interp.make_batch(seqs))
+    got = stream.evaluate(program, seqs)
+    assert set(got) == {k for k, v in want.items() if isinstance(v, np.ndarray)}
+    for k, v in got.items():
+        assert np.array_equal(v, want[k]), (k, v, want[k])
+
+
+def test_stream_leaves_raspl_inside_families_to_reevaluation():
+    """A RASP-L primitive inside a family or a quantifier has a value per symbol; the streaming
+    evaluator does not take those (supports), and generation re-evaluates them."""
+    from rasp import stream
+
+    head = 'alphabet a b\nspecial "<s>"\nAFTER = exists "<s>"\n'
+    fam = rasp.parse(head + 'NEXT[x] = AFTER && map(y -> y, indices) < 6 && x == "a"\noutput generate NEXT\n')
+    quant = rasp.parse(head + 'ANY = any(x, Q[x] && aggregate(select(tokens, tokens, ==), tokens, max) == 0)\n'
+                       'NEXT[x] = AFTER && x == "b" && (ANY || map(y -> y, indices) < 4)\noutput generate NEXT\n')
+    plain = rasp.parse(head + 'I = map(y -> y, indices)\nNEXT[x] = AFTER && I < 6 && x == "a"\noutput generate NEXT\n')
+    assert not stream.supports(fam) and not stream.supports(quant) and stream.supports(plain)
+    assert rasp.run(fam, "b b <s>") == rasp.run(plain, "b b <s>") == ["a"] * 4  # at positions 2 to 5
+    assert rasp.run(quant, "a b <s>") == ["b"] * 2  # ANY holds only at an "a": at positions 2 and 3
 
 
 def test_the_type_checker_records_raspl_primitives():
