@@ -46,7 +46,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -231,17 +231,44 @@ def _weighted_index(rng: np.random.Generator, weights: Sequence[int]) -> int:
     total = sum(weights)
     if total <= 0:
         raise ValueError("no choice has positive weight")
-    # a uniform integer in [0, total) from 62-bit chunks: exact for Python big integers
+    # a uniform integer in [0, total) from 62-bit chunks, 64 bits more than the total has (bias below
+    # 2^-64): drawn in one call (the same numbers as one call per chunk, so the same samples)
     bits = total.bit_length() + 64
-    r = 0
-    for _ in range((bits + 61) // 62):
-        r = (r << 62) | int(rng.integers(0, 1 << 62))
+    r = _join_chunks(rng.integers(0, 1 << 62, size=(bits + 61) // 62))
     r %= total
     for k, w in enumerate(weights):
         if r < w:
             return k
         r -= w
     raise AssertionError("unreachable")
+
+
+_SHIFTS = np.arange(61, -1, -1, dtype=np.uint64)
+
+
+def _join_chunks(chunks: np.ndarray) -> int:
+    """``sum(c_k 2^(62 (m - 1 - k)))`` for 62-bit chunks c_0 .. c_{m-1}, the first the most
+    significant: their bits laid end to end and read as one integer (linear time; folding them one by
+    one with shifts is quadratic in m)."""
+    bits = ((chunks.astype(np.uint64)[:, None] >> _SHIFTS) & np.uint64(1)).astype(np.uint8).ravel()
+    pad = (-len(bits)) % 8  # leading zeros up to whole bytes
+    return int.from_bytes(np.packbits(np.concatenate([np.zeros(pad, np.uint8), bits])).tobytes(), "big")
+
+
+def _float_index(rng: np.random.Generator, weights: Sequence[float]) -> int:
+    """An index drawn with probability proportional to non-negative float weights (one uniform
+    float: each probability is right to about 2^-53)."""
+    total = math.fsum(weights)
+    if not total > 0:
+        raise ValueError("no choice has positive weight")
+    u = rng.random() * total
+    last = max(k for k, w in enumerate(weights) if w > 0)  # rounding may leave u past every boundary
+    acc = 0.0
+    for k, w in enumerate(weights):
+        acc += w
+        if u < acc and w > 0:
+            return k
+    return last
 
 
 # ============================================================================ seed: retrieval
@@ -471,9 +498,18 @@ class Language:
         raise NotImplementedError
 
 
+#: longest draw whose path counts are exact integers (the same samples as ever); longer ones count in
+#: logarithms: exact counts of length n have O(n) bits, so a table costs O(n^2) time and memory
+#: (tomita4 at 65,536 tokens: about 35 s and 750 MB)
+EXACT_LENGTH = 4096
+
+
 class DFALanguage(Language):
     """A regular language given by a DFA; missing transitions go to a dead state. Members and prefixes
-    are drawn uniformly (by counting paths)."""
+    are drawn uniformly by counting paths: a walk from the start takes symbol s with probability
+    count(k - 1, delta(q, s)) / count(k, q), where count(k, q) is the number of k-symbol paths from
+    q to an accepting state (members) or to a live one (prefixes). Up to ``EXACT_LENGTH`` symbols the
+    counts are exact integers; beyond, :meth:`_log_walk` uses their logarithms."""
 
     def __init__(self, symbols, start, accept, delta):
         self.symbols = tuple(symbols)
@@ -519,6 +555,8 @@ class DFALanguage(Language):
         return table
 
     def _walk(self, rng, n, table):
+        if n > EXACT_LENGTH:
+            return self._log_walk(rng, n, self.accept if table is self._member_counts else self.live)
         self._counts(table, n)
         q, out = self.start, []
         if table[n][q] == 0:
@@ -529,6 +567,57 @@ class DFALanguage(Language):
             out.append(opts[i][0])
             q = opts[i][1]
         return out
+
+    def _log_walk(self, rng, n: int, ends: frozenset) -> list[str] | None:
+        """The walk of :meth:`_walk` with ``L(k, q) = log count(k, q) - S_k``: S_k an integer offset per
+        length that keeps the largest entry in [0, 1), so every entry is a float of modest size and
+        its rounding error relative (about 1e-16 per step; a count of 0 is exactly -inf). The table
+        takes O(n |states|) floats and O(n |states| |symbols|) time, where exact integers take
+        O(n^2) bits. The walk needs only ratios between the counts of one length, where S_k cancels;
+        the probabilities are right to about n 1e-16 relative (and a uniform float's 2^-53)."""
+        succ, logs = self._log_table(n, ends)
+        q = self.states.index(self.start)
+        if logs[n, q] == -math.inf:
+            return None
+        out = []
+        for k in range(n, 0, -1):
+            w = [float(logs[k - 1, r]) for _, r in succ[q]]
+            m = max(w)
+            i = _float_index(rng, [math.exp(v - m) for v in w])
+            out.append(succ[q][i][0])
+            q = succ[q][i][1]
+        return out
+
+    def _log_table(self, n: int, ends: frozenset) -> tuple[list, np.ndarray]:
+        """``(succ, L)``: succ[q] the (symbol, next state index) pairs of state index q (``states``
+        order), L (n + 1, |states|) the log counts of :meth:`_log_walk`."""
+        states = self.states
+        index = {q: k for k, q in enumerate(states)}
+        succ = [[(s, index[r]) for s in self.symbols if (r := self.step(q, s)) is not None] for q in states]
+        targets = [[r for _, r in opts] for opts in succ]
+        inf, exp, log, log1p = math.inf, math.exp, math.log, math.log1p
+        row = [0.0 if q in ends else -inf for q in states]
+        logs = np.empty((n + 1, len(states)))
+        logs[0] = row
+        for k in range(1, n + 1):
+            new = []
+            for rs in targets:  # log of a sum of counts, from their logs (one, two or more terms)
+                if len(rs) == 1:
+                    new.append(row[rs[0]])
+                elif len(rs) == 2:
+                    a, b = row[rs[0]], row[rs[1]]
+                    if a < b:
+                        a, b = b, a
+                    new.append(a if b == -inf else a + log1p(exp(b - a)))
+                else:
+                    m = max([row[r] for r in rs], default=-inf)
+                    new.append(m if m == -inf else m + log(sum([exp(row[r] - m) for r in rs])))
+            top = max(new)
+            if top != -inf:
+                shift = math.floor(top)
+                new = [v - shift for v in new]
+            logs[k] = row = new
+        return succ, logs
 
     def member(self, rng, n):
         return self._walk(rng, n, self._member_counts)
@@ -544,6 +633,9 @@ class BoundedDyck(Language):
     def __init__(self, bound: int | None):
         self.symbols = ("(", ")")
         self.bound = bound
+        # with a bound it is regular: the depth is the state (a DFA walk draws uniformly)
+        self._dfa = None if bound is None else DFALanguage(
+            self.symbols, 0, {0}, {**{(d, "("): d + 1 for d in range(bound)}, **{(d, ")"): d - 1 for d in range(1, bound + 1)}})
 
     def depth_ok(self, d):
         return d >= 0 and (self.bound is None or d <= self.bound)
@@ -569,18 +661,7 @@ class BoundedDyck(Language):
     def _walk(self, rng, n, to_zero):
         if self.bound is None:
             return _unbounded_dyck_walk(rng, n, to_zero)
-        cap = self.bound
-        counts = _dyck_counts(cap, n, to_zero)
-        if counts[n][0] == 0:
-            return None
-        d, out = 0, []
-        for k in range(n, 0, -1):
-            opts = [(s, d + (1 if s == "(" else -1)) for s in self.symbols]
-            opts = [(s, e) for s, e in opts if 0 <= e <= cap]
-            i = _weighted_index(rng, [counts[k - 1][e] for _, e in opts])
-            out.append(opts[i][0])
-            d = opts[i][1]
-        return out
+        return self._dfa.member(rng, n) if to_zero else self._dfa.prefix(rng, n)
 
     def member(self, rng, n):
         return self._walk(rng, n, True)
@@ -623,16 +704,6 @@ def _unbounded_dyck_walk(rng: np.random.Generator, n: int, to_zero: bool) -> lis
         return ["(" if up else ")" for up in steps]
     # reversed: a down step of the walk from e to 0 is an opening bracket read from the start
     return ["(" if not up else ")" for up in reversed(steps)]
-
-
-@lru_cache(maxsize=64)
-def _dyck_counts(cap: int, n: int, to_zero: bool) -> list[list[int]]:
-    """counts[k][d]: walks of k steps +-1 from depth d inside [0, cap] (ending at 0 if to_zero)."""
-    counts = [[int(not to_zero or d == 0) for d in range(cap + 1)]]
-    for _ in range(n):
-        prev = counts[-1]
-        counts.append([(prev[d + 1] if d < cap else 0) + (prev[d - 1] if d > 0 else 0) for d in range(cap + 1)])
-    return counts
 
 
 class CounterBlocks(Language):
@@ -692,6 +763,10 @@ class CounterBlocks(Language):
         return [s for s in self.symbols[:p] for _ in range(m)] + [self.symbols[p]] * r
 
 
+#: longest Boolean expression drawn from the exact count table (O(n^2) big integers: 2,000 tokens
+#: took 3.7 s); longer ones by the cycle lemma (BooleanExpressions._cycle_member)
+EXACT_BOOLEAN_LENGTH = 1024
+
 BOOL_OPERATORS = {3: (("~", 1), ("+", 2), (">", 3)), 5: (("~", 1), ("+", 2), (">", 3), ("*", 4), ("&", 5))}
 
 
@@ -721,6 +796,8 @@ class BooleanExpressions(Language):
         return _boolean_counts(self.n, n)
 
     def member(self, rng, n):
+        if n > EXACT_BOOLEAN_LENGTH:
+            return self._cycle_member(rng, n)
         counts = self._member_counts(n)
         if counts[n][1] == 0:
             return None
@@ -732,6 +809,46 @@ class BooleanExpressions(Language):
             out.append(opts[i][0])
             c = opts[i][1]
         return out
+
+    @cached_property
+    def _tilted(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each symbol's step and its probability ``theta^step / Z``, theta the root of the mean step
+        ``sum(step theta^step)`` (increasing in theta: -inf near 0, positive at 1; bisection)."""
+        steps = np.array([self.arity[s] - 1 for s in self.symbols])
+        lo, hi = 1e-9, 1.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if float(np.sum(steps * mid ** steps.astype(float))) < 0:
+                lo = mid
+            else:
+                hi = mid
+        p = lo ** steps.astype(float)
+        return steps, p / p.sum()
+
+    def _cycle_member(self, rng, n: int) -> list[str]:
+        """A uniform member of length n without the O(n^2)-entry count table, by the cycle lemma.
+
+        Give token t the step ``arity(t) - 1`` (operands -1, operators 0 .. n - 1): a member is a
+        sequence of total -1 whose proper prefixes all sum to 0 or more. Every sequence of total -1
+        has exactly one rotation that is a member (the cycle lemma: start right after the first
+        prefix that reaches the minimum; steps are at least -1), and the n rotations of the n-token
+        sequences of total -1 pair them n to one with members. So a uniform sequence of total -1,
+        rotated, is a uniform member. Such a sequence: token counts drawn multinomially with
+        probabilities ``theta^step`` (normalized), kept when the steps sum to -1, then shuffled; given
+        the counts' sum of steps every sequence has the same probability ``theta^-1 / Z^n``, so the one
+        kept is uniform (up to the floats' rounding of the probabilities, about n 1e-16 relative).
+        theta makes the mean step 0, where a total of -1 is likeliest: about 1 / (sigma sqrt(2 pi n)),
+        so some sigma sqrt(n) draws of counts, each O(|symbols|))."""
+        steps, p = self._tilted
+        while True:
+            counts = rng.multinomial(n, p, size=1024)
+            ok = np.flatnonzero(counts @ steps == -1)
+            if len(ok):
+                break
+        seq = rng.permutation(np.repeat(np.arange(len(self.symbols)), counts[ok[0]]))
+        prefix = np.cumsum(steps[seq])
+        start = int(np.argmin(prefix)) + 1  # np.argmin: the first minimum
+        return [self.symbols[t] for t in np.roll(seq, -start)]
 
     def prefix(self, rng, n):
         c, out = 1, []

@@ -511,6 +511,10 @@ def test_cli_tasks_sample_refuses_a_length_that_cannot_fit(capsys, monkeypatch):
     for length in ("99999999999999999999", "5-99999999999999999999"):
         assert cli(["tasks", "sample", "UR", "--length", length, "--json"]) == 2
         assert "99,999,999,999,999,999,999 tokens" in json.loads(capsys.readouterr().out)["error"]["message"]
+    # a formal language's reference (the allowed symbols after every prefix) takes more per token
+    assert cli(["tasks", "sample", "tomita3", "--length", "1000"]) == 2
+    assert "at most about 46 tokens" in capsys.readouterr().err
+    assert cli(["tasks", "sample", "tomita3", "--length", "46"]) == 0
 
 
 def test_cli_tokens_that_look_like_options_go_after_a_double_dash(tmp_path, capsys):

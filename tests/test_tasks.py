@@ -540,7 +540,6 @@ def test_cli_tasks_sample_options(capsys):
 @pytest.mark.parametrize("n,to_zero", [(6, True), (5, False), (6, False), (0, True), (0, False)])
 def test_unbounded_dyck_walk_is_uniform_over_the_valid_words(n, to_zero):
     """The closed-form (ballot theorem) walk reaches every valid word, and only those, uniformly."""
-    import collections
     import itertools
 
     def valid(w):
@@ -551,14 +550,77 @@ def test_unbounded_dyck_walk_is_uniform_over_the_valid_words(n, to_zero):
                 return False
         return d == 0 or not to_zero
 
-    words = {"".join(w) for w in itertools.product("()", repeat=n) if valid(w)}
-    rng = np.random.default_rng(7)
-    draws = 4000 * len(words)
-    seen = collections.Counter("".join(T._unbounded_dyck_walk(rng, n, to_zero)) for _ in range(draws))
-    assert set(seen) == words
-    # each count is Binomial(draws, 1/|words|): 5 standard deviations either side
+    words = {w for w in itertools.product("()", repeat=n) if valid(w)}
+    _uniform_counts(lambda r: T._unbounded_dyck_walk(r, n, to_zero), words, 4000, np.random.default_rng(7))
+
+
+def _uniform_counts(draw, words: set, per_word: int, rng) -> None:
+    """``draw(rng)`` reaches every word of ``words``, only those, each about as often: every count is
+    Binomial(draws, 1/|words|), asserted within 5 standard deviations (the seed is fixed)."""
+    import collections
+
+    draws = per_word * len(words)
+    seen = collections.Counter(" ".join(draw(rng)) for _ in range(draws))
+    assert set(seen) == {" ".join(w) for w in words}
     sd = (draws / len(words)) ** 0.5
     assert all(abs(c - draws / len(words)) < 5 * sd for c in seen.values())
+
+
+@pytest.mark.parametrize("name", ["tomita3", "tomita7", "d2", "ab_d_bc"])
+def test_long_regular_draws_use_log_counts_that_match_the_exact_ones(name):
+    """Beyond EXACT_LENGTH a DFA walk counts paths in logarithms (an offset per length): the ratios
+    between the counts of one length, which are the walk's probabilities, match the exact integers'
+    to 1e-12 relative at 3,000 symbols; and with every length drawn that way (EXACT_LENGTH = 0) the
+    walk is uniform over the members and over the valid prefixes of a short length."""
+    import itertools
+    import math
+
+    lang = T.LANGUAGES[name]
+    dfa = lang._dfa if isinstance(lang, T.BoundedDyck) else lang
+    n = 3000
+    for table, ends in ((dfa._member_counts, dfa.accept), (dfa._prefix_counts, dfa.live)):
+        exact = dfa._counts(table, n)
+        _, logs = dfa._log_table(n, ends)
+        for k in (1, 2, 17, 500, n):
+            live = [j for j, q in enumerate(dfa.states) if exact[k][q] > 0]
+            assert [j for j in range(len(dfa.states)) if logs[k, j] > -math.inf] == live
+            j0 = max(live, key=lambda j: exact[k][dfa.states[j]])
+            for j in live:  # log(c_j / c_j0) from exact integers: a Fraction's log via bit lengths
+                a, b = exact[k][dfa.states[j]], exact[k][dfa.states[j0]]
+                shift = max(0, b.bit_length() - 60)
+                want = math.log(a / 2 ** shift if shift < 1000 else (a >> shift) or 1) - math.log(b >> shift)
+                got = logs[k, j] - logs[k, j0]
+                assert abs(got - want) <= 1e-12 * max(1.0, abs(want)), (k, j, got, want)
+    short = 7 if len(lang.symbols) == 2 else 4
+    words = [list(w) for w in itertools.product(lang.symbols, repeat=short)]
+    allowed = {tuple(w): lang.allowed(w) for w in words}
+    members = {tuple(w) for w in words if all(allowed[tuple(w)]) and T.EOS in allowed[tuple(w)][-1]}
+    prefixes = {tuple(w) for w in words if all(allowed[tuple(w)])}
+    old = T.EXACT_LENGTH
+    T.EXACT_LENGTH = 0
+    try:
+        rng = np.random.default_rng(11)
+        if members:
+            _uniform_counts(lambda r: lang.member(r, short), members, 300, rng)
+        _uniform_counts(lambda r: lang.prefix(r, short), prefixes, 300, rng)
+    finally:
+        T.EXACT_LENGTH = old
+
+
+def test_long_boolean_expressions_by_the_cycle_lemma():
+    """Beyond EXACT_BOOLEAN_LENGTH a member is a uniform sequence of total step -1, rotated (the cycle
+    lemma): valid at 200,000 tokens, and uniform over the members of a short length."""
+    import itertools
+
+    for name in ("boolean3", "boolean5"):
+        lang = T.LANGUAGES[name]
+        m = lang.member(np.random.default_rng(2), 200_000)
+        sets = lang.allowed(m)
+        assert len(m) == 200_000 and all(s == set(lang.symbols) for s in sets[:-1]) and sets[-1] == {T.EOS}
+    lang = T.LANGUAGES["boolean3"]
+    members = {w for w in itertools.product(lang.symbols, repeat=5) if lang.allowed(list(w))[-1] == {T.EOS}
+               and all(lang.allowed(list(w))[:-1])}
+    _uniform_counts(lambda r: lang._cycle_member(r, 5), members, 100, np.random.default_rng(4))
 
 
 def test_dyck1_samples_at_a_million_tokens_are_cheap():

@@ -84,6 +84,10 @@ def print_table(out=None) -> None:
 #: (``rasp tasks sample ur --length 4000000``: 200 MB peak, 44 MB at length 10; dyck1, copy_repeat and
 #: addition alike, 2026-11-30), doubled for the JSON text and for samplers not measured
 SAMPLE_BYTES_PER_TOKEN = 96
+#: ... and for a formal language's, whose reference is the set of symbols allowed after every prefix:
+#: 950 bytes per token measured (boolean5, the most symbols, --length 1000000: 948 MB peak; d12 400 MB,
+#: tomita3 400 MB, with the samplers' log-count tables; 2026-12-01), doubled
+PREDICT_SAMPLE_BYTES_PER_TOKEN = 2048
 
 
 def _lengths(text: str, rng: np.random.Generator, count: int, task, alphabet) -> list[int]:
@@ -107,10 +111,11 @@ def _lengths(text: str, rng: np.random.Generator, count: int, task, alphabet) ->
                   file=sys.stderr)
             lo, hi = ok.start, ok.stop - 1
     free = free_host_bytes()
-    most = free // SAMPLE_BYTES_PER_TOKEN
+    per_token = PREDICT_SAMPLE_BYTES_PER_TOKEN if task.kind == "predict" else SAMPLE_BYTES_PER_TOKEN
+    most = free // per_token
     if hi > most:  # before drawing (numpy cannot even draw lengths past 2^63), rather than run for hours
         # and fail (or swap) at the end
-        raise RaspError(f"--length {text}: an input of {hi:,} tokens needs about {hi * SAMPLE_BYTES_PER_TOKEN / 2**30:,.1f} "
+        raise RaspError(f"--length {text}: an input of {hi:,} tokens needs about {hi * per_token / 2**30:,.1f} "
                         f"GiB here and {free / 2**30:.1f} GiB are free",
                         hint=f"at most about {most:,} tokens per input on this machine")
     if count * 8 > free // 2:
