@@ -75,6 +75,9 @@ HEAD_VALUE_CAP = 2 ** 52
 #: the local heads' content logit at BOS (any value with exp(-L) = 0 in float64 works)
 LOCAL_BOS_LOGIT = 1024.0
 
+#: the longest text of one node inside another node's label (labels are for people)
+NAME_CAP = 80
+
 HINT = "run `rasp check PROGRAM` for the fragment and the reason"
 
 Lin = tuple  # ((node id, Fraction), ...) sorted, no zero coefficients
@@ -249,11 +252,16 @@ class _Builder:
         return (n.id, False)
 
     def lit_name(self, l: B.Lit) -> str:
+        """A literal's text inside another node's label: the node's label, cut at ``NAME_CAP``
+        characters (a gate's label names its inputs, so uncut labels of gates on gates grow
+        exponentially: 29 nested ``==`` of bools made a label of gigabytes)."""
         if l == B.TRUE_LIT:
             return "true"
         if l == B.FALSE_LIT:
             return "false"
         name = self.nodes[l[0]].label
+        if len(name) > NAME_CAP:
+            name = "(" + name[:NAME_CAP - 5] + " ...)"
         if l[1]:
             return f"!({name})" if " " in name else f"!{name}"
         return name

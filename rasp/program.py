@@ -15,6 +15,7 @@ from .errors import RaspError, Span, listing, not_utf8, quoted
 from .expand import expand
 from .gcpause import paused_gc
 from .interp import evaluate, fold_constants, make_batch, output_at_last
+from .memory import free_host_bytes
 from .parser import parse_module
 from .printer import module_to_str
 from .typecheck import Checked, check_module
@@ -168,6 +169,11 @@ class Program:
         if not stream.supports(self):
             return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
         n = max((len(s) for s in seqs), default=0)
+        # a re-evaluation holds every core definition at every position: where that would not fit in
+        # half the free memory (uf over 150 symbols: 23 KB per prompt token), stream from the start
+        # (its memory does not grow with the prompt, but for RASP-L selects' keys)
+        if self._reevaluate_bytes * n * len(seqs) > free_host_bytes() // 2:
+            return self._ids_to_symbols(stream.generate(self, seqs, limits))
         budget = stream_estimate(self, n)
         # the first step's cost from the program's size, each next one's from the last step's time
         step = REEVALUATE_STEP_S * len(self.core.defs)
@@ -191,6 +197,12 @@ class Program:
             for r, g in zip(more, rest):
                 first[r] = first[r] + g
         return self._ids_to_symbols(first)
+
+    @functools.cached_property
+    def _reevaluate_bytes(self) -> int:
+        """Bytes a re-evaluation holds per position: every core definition's value (bools 1 byte,
+        counts 8)."""
+        return sum(1 if d.type == A.BOOL else 8 for d in self.core.defs)
 
     def _generate_reevaluate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
         """Greedy decoding by re-evaluating the whole program after every generated token."""

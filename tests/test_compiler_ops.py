@@ -785,3 +785,20 @@ def test_auto_takes_sdpa_only_where_its_float32_accumulator_is_exact(monkeypatch
     assert big.sum_positions["sdpa"] == 7388608  # 1000000.5 + (t - 1) * 1 <= 2^23
     assert big.pick_backend("auto", 7388608) == "sdpa" and big.pick_backend("auto", 7388609) == "scan"
     assert t.pick_backend("sdpa", 10**6) == "sdpa"  # asked for by name: as asked
+
+
+def test_labels_of_gates_on_gates_stay_short():
+    """A gate's label names its inputs; nested uncut, 29 ``==`` of bools made labels of gigabytes (4
+    times longer per level) and the compile ran out of memory. Names inside labels are cut, so the
+    labels stay short, and the model is right at every length tried."""
+    e = '"a"'
+    for d in range(1, 30):
+        e = f'({e} == exists[j == i - {d}] "b")'
+    p = rasp.parse(f"alphabet a b\nX = {e}\n")
+    m = compiler.compile(p)
+    assert max(len(label) for label in m.residual_labels) < 1000
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 29, 30, 31, 200):
+        for _ in range(3):
+            x = list(rng.choice(["a", "b"], size=n))
+            assert bool(m.run(x)) == bool(p.run(x)), x

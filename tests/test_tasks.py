@@ -400,6 +400,22 @@ def test_generation_switches_from_reevaluation_to_streaming(monkeypatch):
     assert calls == [31]
 
 
+def test_generation_streams_at_once_where_a_reevaluation_would_not_fit(monkeypatch):
+    """A re-evaluation holds every core definition at every position (uf over 150 symbols: 23 KB per
+    prompt token); where that exceeds half the free memory generation streams from the start."""
+    import rasp.program as P
+
+    p = rasp.parse('alphabet a b c\nNEXT[x] = x == "c" && #"c" < 3\noutput generate NEXT\n')
+    seqs = [p.encode("a b " * 50)]
+    calls = []
+    real = stream.generate
+    monkeypatch.setattr(stream, "generate", lambda prog, sq, lim: calls.append(len(sq[0])) or real(prog, sq, lim))
+    assert p._reevaluate_bytes == 3  # NEXT[a], NEXT[b], NEXT[c]: one byte each per position
+    assert p._generate(seqs, None) == [["c"] * 3] and calls == []  # re-evaluated
+    monkeypatch.setattr(P, "free_host_bytes", lambda: 2 * p._reevaluate_bytes * 100 - 2)
+    assert p._generate(seqs, None) == [["c"] * 3] and calls == [100]  # streamed from the prompt's end
+
+
 def _case_programs():
     import cases
 
