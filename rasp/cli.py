@@ -102,7 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        try:
+            return int(args.func(args) or 0)
+        except MemoryError as exc:  # the input's size, not a bug in rasp
+            raise _out_of_memory(args, exc) from None
+        except RuntimeError as exc:
+            if type(exc).__name__ != "OutOfMemoryError":  # torch's (CUDA), not a MemoryError
+                raise
+            raise _out_of_memory(args, exc) from None
     except RaspError as exc:
         _emit(exc.render(), sys.stderr)
         # scripts reading --json get the error as JSON on stdout too (subcommands of `tasks` keep their
@@ -123,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
         return _internal(exc)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: exit 1, not a traceback
         return _internal(exc)
+
+
+def _out_of_memory(args, exc: BaseException) -> RaspError:
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    return RaspError(f"out of memory: `rasp {args.command}` needed more memory than is free here"
+                     f"{f' ({detail})' if detail else ''}", hint="try shorter inputs, or fewer at once")
 
 
 #: write errors that come from where the output goes, not from rasp

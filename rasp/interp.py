@@ -170,8 +170,12 @@ def _eval(e, env: _Env) -> np.ndarray:
     raise TypeError(f"not a core expression: {e!r}")
 
 
-#: query-chunk size for RASP-L selectors (memory B * chunk * N booleans)
+#: the most queries of a RASP-L selector evaluated at once ...
 SELECT_CHUNK = 256
+#: ... and the most (batch x query x key) cells: a chunk's mask is a bool per cell, and an aggregate
+#: makes int64 copies of it (about 17 bytes per cell in all: 70 MB at this size), so the chunk
+#: narrows as the batch grows (300 inputs of 1,000 tokens took 680 MB with 256 queries per chunk)
+SELECT_CELLS = 1 << 22
 
 
 @dataclass
@@ -187,8 +191,9 @@ class _Selector:
     def masks(self):
         B, N = self.keys.shape
         idx = np.arange(N)
-        for s in range(0, N, SELECT_CHUNK):
-            e = min(N, s + SELECT_CHUNK)
+        chunk = max(1, min(SELECT_CHUNK, SELECT_CELLS // max(1, B * N)))
+        for s in range(0, N, chunk):
+            e = min(N, s + chunk)
             causal = idx[None, :] <= idx[s:e, None]  # (chunk, N)
             if self.op == "true":
                 m = np.broadcast_to(causal, (B, e - s, N))

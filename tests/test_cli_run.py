@@ -645,3 +645,20 @@ def test_a_second_double_dash_is_an_error(tmp_path, capsys):
         assert "exactly -- cannot be given" in capsys.readouterr().err
     assert main(["run", str(f), "--", "-x", "c"]) == 0
     assert capsys.readouterr().out.startswith("-x c\taccept")
+
+
+def test_cli_out_of_memory_is_a_user_error(capsys, monkeypatch):
+    """Running out of memory (an input too large for the machine) is a message and exit 2, with the
+    error as JSON under --json; it was "internal error (a bug in rasp): MemoryError", exit 1."""
+    from rasp.cli import main as cli
+
+    def boom(self, inputs, max_new=None):
+        raise MemoryError("Unable to allocate 2.3 GiB for an array with shape (22952, 100000)")
+
+    monkeypatch.setattr(rasp.Program, "run_batch", boom)
+    assert cli(["run", str(ROOT / "programs" / "dyck1.cr"), "(", ")"]) == 2
+    err = capsys.readouterr().err
+    assert "out of memory: `rasp run` needed more memory than is free here (Unable to allocate 2.3 GiB" in err
+    assert "try shorter inputs, or fewer at once" in err and "internal error" not in err
+    assert cli(["run", "--json", str(ROOT / "programs" / "dyck1.cr"), "(", ")"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["message"].startswith("out of memory")

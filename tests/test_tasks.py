@@ -416,6 +416,26 @@ def test_generation_streams_at_once_where_a_reevaluation_would_not_fit(monkeypat
     assert p._generate(seqs, None) == [["c"] * 3] and calls == [100]  # streamed from the prompt's end
 
 
+@pytest.mark.parametrize("name", ["dyck1", "d2", "UR"])
+def test_run_batch_groups_inputs_by_length(name, monkeypatch):
+    """run_batch runs inputs of similar lengths together (a batch is padded to its longest input):
+    in one batch or in batches of one input each, every output is that of the input alone, in the
+    order given."""
+    import rasp.program as P
+
+    assert P.length_groups([5, 1, 3, 1], 1, budget=6) == [[1, 3], [2], [0]]
+    t = T.get(name)
+    p = program_of(name, tuple(STANDARD_SYMBOLS[:5]) if t.variable_alphabet else None)
+    rng = np.random.default_rng(8)
+    lo = t.min_length(p.alphabet)
+    inputs = [t.sample(rng, int(n), p.alphabet if t.variable_alphabet else None).tokens
+              for n in rng.integers(lo, lo + 40, size=9)]
+    alone = [p.run(x) for x in inputs]
+    assert p.run_batch(inputs) == alone
+    monkeypatch.setattr(P, "BATCH_BYTES", 1)
+    assert p.run_batch(inputs) == alone
+
+
 def _case_programs():
     import cases
 
