@@ -215,6 +215,24 @@ class CompiledModel:
         tie can round even in float64; ``--backend auto`` leaves sdpa for scan before its bound."""
         return dict(self.config["exact_sum_positions"])
 
+    def exact_positions(self, dtype="float32", backend: str = "scan") -> int | None:
+        """The most positions (BOS included: tokens + 1) over which the model is exact on every input
+        in ``dtype`` with ``backend`` (:func:`compiler.weights.exact_positions`: the running sums'
+        bound and float16's quotient underflow at 2^24 positions); None: any length."""
+        from .model import dtype_name
+        from .weights import exact_positions
+
+        return exact_positions(self.config["architecture"], self.exact_sum_positions, dtype_name(dtype), backend)
+
+    def exact_tokens(self) -> dict[str, int | None]:
+        """Per dtype the model holds exactly, the longest input (tokens) on which it is exact for every
+        input with the scan backend (None: any length): :meth:`exact_positions` less BOS."""
+        out = {}
+        for d in self.exact_dtypes:
+            p = self.exact_positions(d)
+            out[d] = None if p is None else max(0, p - 1)
+        return out
+
     @property
     def exact_dtypes(self) -> list[str]:
         """The dtypes that hold every weight exactly (:func:`compiler.weights.exact_dtypes`; computed by

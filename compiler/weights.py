@@ -254,6 +254,25 @@ def exact_sum_positions(tensors: dict[str, tuple], arch: dict) -> dict[str, int 
     return out
 
 
+#: per dtype, the most positions (BOS included) at which a uniform head's quotient keeps its sign: its
+#: smallest magnitude is (1/2)/P at P positions, and in float16 (smallest subnormal 2^-24) 2^-25 at
+#: P = 2^24 rounds to 0 (ties to even), where the sign unit reads neither 0 nor 1. float32 and
+#: bfloat16 reach P = 2^148, float64 2^1073: no limit a sequence can meet.
+QUOTIENT_POSITIONS = {"float16": 2 ** 24 - 1}
+
+
+def exact_positions(arch: dict, sum_positions: dict, dtype: str, backend: str = "scan") -> int | None:
+    """The most positions (BOS included) over which the model is exact on every input in ``dtype``
+    with ``backend``: the running sums' bound (:func:`exact_sum_positions`) and, where there is a
+    uniform head, the quotient's (:data:`QUOTIENT_POSITIONS`); None: any length. (Whether ``dtype``
+    holds the weights at all is :func:`exact_dtypes`'.)"""
+    limits = [sum_positions.get(backend)]
+    if any(h["kind"] == "uniform" for layer in arch["layers"] for h in layer["heads"]):
+        limits.append(QUOTIENT_POSITIONS.get(dtype))
+    limits = [x for x in limits if x is not None]
+    return min(limits) if limits else None
+
+
 def exact_dtypes(tensors: dict[str, tuple]) -> list[str]:
     """The dtypes (of :data:`SIGNIFICAND_BITS`) in which the construction's exactness argument holds:
     every weight is exactly representable, and so is every value a head can carry at one position

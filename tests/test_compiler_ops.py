@@ -762,6 +762,38 @@ def test_exact_sum_positions_bounds_the_float64_running_sums(tmp_path, capsys):
         assert main(["verify", str(target), "--lengths", lengths, "--samples", "2", "--dtype", "float64"]) == 0
         out = capsys.readouterr().out
         assert ("length 2 is beyond it" if target.name == "big.rasp" else "length 1 is beyond it") in out, out
+    # find-limit: lengths past the bound agree on sampled inputs, which the summary says (a helper's
+    # audit read "longest exact length 4,194,304" as a claim for every input)
+    assert main(["verify", str(tmp_path / "big.rasp"), "--find-limit", "--start", "4", "--max-length", "16",
+                 "--samples", "1", "--dtype", "float64"]) == 0
+    out = capsys.readouterr().out
+    assert "longest exact length 16 (stopped: max length 16;" in out
+    assert "on sampled inputs: the weights are exact on every input only up to 1 token)" in out
+    assert main(["verify", str(tmp_path / "big.rasp"), "--find-limit", "--start", "4", "--max-length", "8",
+                 "--samples", "1", "--dtype", "float64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["limits"][0]["exact_tokens"] == 1
+
+
+def test_float16_quotients_underflow_at_2_to_the_24_positions(tmp_path, capsys, monkeypatch):
+    """A uniform head's smallest quotient is (1/2)/P at P positions; float16's smallest subnormal is
+    2^-24, so 2^-25 (P = 2^24) rounds to 0 (ties to even) and the sign unit reads 1/2 (a helper's
+    audit: ``#"a" >= #"b"`` at a tie after 16,777,215 tokens). The model says it: exact_tokens, and
+    rasp verify's note."""
+    half = torch.tensor(0.5, dtype=torch.float16)
+    assert float(half / 2**24) == 0.0 and float(half / (2**24 - 1)) > 0
+    m = compiler.compile(rasp.parse('alphabet a b c\nX = #"a" >= #"b"\n'))
+    assert m.exact_tokens() == {"float64": 2**52 - 1, "float32": 2**52 - 1, "bfloat16": 2**52 - 1,
+                                "float16": 2**24 - 2}
+    local = compiler.compile(rasp.parse('alphabet a b\nX = exists[j == i - 1] "a"\n'))
+    assert set(local.exact_tokens().values()) == {None}  # no uniform head: no quotient
+    from compiler import weights
+    from rasp.cli import main
+
+    monkeypatch.setitem(weights.QUOTIENT_POSITIONS, "float16", 11)  # so that a short length passes it
+    (tmp_path / "m.rasp").write_text('alphabet a b c\nX = #"a" >= #"b"\n')
+    assert main(["verify", str(tmp_path / "m.rasp"), "--lengths", "8,16", "--samples", "1", "--dtype", "float16"]) == 0
+    out = capsys.readouterr().out
+    assert "in float16 a uniform head's smallest quotient" in out and "up to 10 tokens; length 16 is beyond it" in out
 
 
 def test_auto_takes_sdpa_only_where_its_float32_accumulator_is_exact(monkeypatch):

@@ -208,7 +208,7 @@ def _run(args: argparse.Namespace) -> int:
             "target": args.target, "compiler_version": model.config.get("compiler_version"), "size": model.size, "output_kind": model.kind, "sampler": sampler,
             "device": str(device), "dtypes": dtypes, "rows": [r.to_json() for r in rows], "exact": exact,
             "limits": limits, "skipped_lengths": sorted(set(skipped)), "interrupted": interrupted,
-            "exact_sum_positions": model.exact_sum_positions,
+            "exact_sum_positions": model.exact_sum_positions, "exact_tokens": model.exact_tokens(),
         }))
     else:
         scan_limit = model.exact_sum_positions.get("scan")
@@ -218,10 +218,22 @@ def _run(args: argparse.Namespace) -> int:
             cap = default_max_new(n) if args.max_new is None else args.max_new
             return n + 1 + (min(cap, bound - n) if bound else cap)
 
+        def are(lengths) -> str:
+            return f"length{'s' if len(lengths) > 1 else ''} {', '.join(map(str, lengths))} " \
+                   f"{'are' if len(lengths) > 1 else 'is'} beyond it"
+
         beyond = sorted({r.length for r in rows if scan_limit is not None and extent(r.length) > scan_limit})
         if beyond:
-            print(f"note: {sum_limit_text(scan_limit)}: length{'s' if len(beyond) > 1 else ''} "
-                  f"{', '.join(map(str, beyond))} {'are' if len(beyond) > 1 else 'is'} beyond it")
+            print(f"note: {sum_limit_text(scan_limit)}: {are(beyond)}")
+        from compiler.weights import QUOTIENT_POSITIONS
+
+        quotient = QUOTIENT_POSITIONS["float16"]
+        half = sorted({r.length for r in rows if r.dtype == "float16" and extent(r.length) > quotient
+                       and model.exact_positions("float16") == quotient})
+        if half:
+            print(f"note: in float16 a uniform head's smallest quotient, (1/2)/(t + 1), rounds to 0 from "
+                  f"{quotient + 1:,} positions on: the model is exact on inputs of up to {quotient - 1:,} "
+                  f"tokens; {are(half)}")
         if skipped:
             why = "the model's bound (compiled with --max-length)" if bound and tmax == bound else "the task's longest input"
             print(f"skipped lengths {', '.join(map(str, sorted(set(skipped))))}: longer than {why} ({tmax})")
@@ -232,8 +244,12 @@ def _run(args: argparse.Namespace) -> int:
                 why += (f": length {m['length']:,} would need about {m['need_bytes'] / 2**30:.2f} GiB of "
                         f"{m['memory']} memory, {m['free_bytes'] / 2**30:.2f} GiB free")
             longest = "none" if lim["longest_exact"] is None else f"{lim['longest_exact']:,}"
+            claim = lim.get("exact_tokens")
+            past = ("" if claim is None or lim["longest_exact"] is None or extent(lim["longest_exact"]) <= claim + 1
+                    else f"; on sampled inputs: the weights are exact on every input only up to {claim:,} "
+                         f"token{'' if claim == 1 else 's'}")
             print(f"find-limit {lim['dtype']}: longest exact length {longest} "
-                  f"(stopped: {why}; {lim['seconds']:.1f} s)")
+                  f"(stopped: {why}; {lim['seconds']:.1f} s{past})")
         print("exact: yes" if exact else "exact: NO")
         if interrupted:
             print("interrupted: the rows above are the lengths measured before Ctrl-C")
