@@ -158,6 +158,12 @@ class _ToAst(Transformer):
         k = _literal_int(right)
         if k is not None:
             return A.Scale(k, left, span=_span(meta))
+        for side in (left, right):
+            v = _constant_value(side)
+            if v is not None:  # a product of constants, kept as a product because it is too large
+                raise RaspError(f"the product of constants {_side_text(side)} = {v:,} is too large to scale a count "
+                                f"(the limit is 2^31 - 1 = {INT_LIMIT:,})", _span(meta),
+                                "values are computed in 64-bit integers; use smaller constants")
         raise RaspError(
             "multiplication needs an integer constant on one side",
             _span(meta),
@@ -364,6 +370,24 @@ def _literal_int(e) -> int | None:
     if isinstance(e, A.Neg) and isinstance(e.operand, A.IntConst):
         return -e.operand.value
     return None
+
+
+def _constant_value(e) -> int | None:
+    """The value of a product of integer literals (``Scale`` nodes over a literal), else None."""
+    k = _literal_int(e)
+    if k is not None:
+        return k
+    if isinstance(e, A.Scale):
+        inner = _constant_value(e.operand)
+        return None if inner is None else e.k * inner
+    return None
+
+
+def _side_text(e) -> str:
+    """``a * b * c`` for a product of integer literals."""
+    if isinstance(e, A.Scale):
+        return f"{e.k} * {_side_text(e.operand)}"
+    return str(_literal_int(e))
 
 
 # ---------------------------------------------------------------------- error messages
