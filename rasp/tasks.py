@@ -24,8 +24,10 @@ two tokens.) Every length in ``[min_length(), max_length()]`` can be sampled; an
   (aa)* would be trivial (``a`` can always follow); with it, the target at every prefix is the exact
   set of continuations. (The papers' datasets encode the end differently per language; this is the
   uniform version.) A predict sample is a valid prefix of the language: with probability 1/2 a
-  complete member (when a member of that length exists), otherwise a valid prefix drawn uniformly,
-  which is itself a member as often as members are among the valid prefixes of that length. So at a
+  complete member (when a member of that length exists), otherwise a valid prefix drawn uniformly
+  (Boolean expressions and Shuffle-2: one symbol at a time, uniformly among those that keep the
+  prefix valid, which is not uniform over the prefixes; a Shuffle-2 member interleaves two uniform
+  Dyck words), which is itself a member as often as members are among the valid prefixes of that length. So at a
   length where members exist they are at least half of the samples and often more (at length 50, 4,000 samples:
   ab_d_bc .98, tomita3 .89, d2 .75, anbn .52; tomita1, 4 and 7 have no other valid prefixes: 1.0);
   over a range of lengths, where many have no member (anbn at odd lengths), fewer (2,000 training draws over lengths 1 to 50:
@@ -860,10 +862,21 @@ class BooleanExpressions(Language):
         return out
 
 
-@lru_cache(maxsize=32)
+#: per operator set, the largest count table made so far (a table for n serves every length up to n:
+#: its entries do not depend on n; 32 cached tables of up to 1,024 took 1 GB)
+_BOOLEAN_TABLES: dict[int, list[list[int]]] = {}
+
+
 def _boolean_counts(nmax_arity: int, n: int) -> list[list[int]]:
-    """counts[k][c]: token sequences of length k taking counter c (>= 1) to exactly 0 at the end and
-    staying positive before it (counts[0][0] = 1); c <= k."""
+    """counts[k][c] (k, c <= n at least): token sequences of length k taking counter c (>= 1) to
+    exactly 0 at the end and staying positive before it (counts[0][0] = 1); c <= k."""
+    table = _BOOLEAN_TABLES.get(nmax_arity)
+    if table is None or len(table) <= n:
+        table = _BOOLEAN_TABLES[nmax_arity] = _make_boolean_counts(nmax_arity, n)
+    return table
+
+
+def _make_boolean_counts(nmax_arity: int, n: int) -> list[list[int]]:
     arities = [0, 0] + [a for _, a in BOOL_OPERATORS[nmax_arity]]
     counts = [[1] + [0] * n]
     for k in range(1, n + 1):
