@@ -419,6 +419,13 @@ def test_cli_report_no_train_refuses_results_with_different_bins(tmp_path, capsy
     assert main(["report", "UR", "UL", "--no-train", "--out", str(tmp_path), "--json"]) == 0
     assert [r["task"] for r in json.loads(capsys.readouterr().out)] == ["UR", "UL"]
     assert (tmp_path / "report.png").stat().st_size > 1000
+    # a setting given with --no-train that the results were not made with is refused (--positional
+    # rope printed the APE results as they were); the one they were made with is fine
+    assert main(["report", "UR", "UL", "--no-train", "--positional", "rope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "UR.json: made with positional ape, not rope (--positional)" in err and "drop --positional" in err
+    assert main(["report", "UR", "UL", "--no-train", "--positional", "ape", "--out", str(tmp_path), "--json"]) == 0
+    capsys.readouterr()
 
 
 def test_published_numbers_follow_the_bins_measured():

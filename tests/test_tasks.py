@@ -81,6 +81,14 @@ def test_published_labels():
         assert T.get(name).published_nope is False, name
     assert T.get("UF").published_accuracy["APE"][2] == .97
     assert T.get("majority").published_accuracy["NoPE"] == [1.0, .999, .985]
+    # theory.md's "~100" / "mostly 100" / one NoPE figure: flagged, and shown as ~1.00 (they printed as
+    # exact figures)
+    approx = {n for n, t in T.TASKS.items() if t.published_approximate}
+    assert approx == {"dyck1", "d2", "d3", "d4", "d12", "tomita1", "tomita2", "aabbccddee", "ab_d_bc",
+                      "boolean3", "boolean5", "shuffle2", "anbn", "anbncn", "anbncndn"}
+    assert all("Accuracy: theory.md" in T.get(n).statement for n in approx)
+    from rasp.learn.report import _bins_cell
+    assert _bins_cell([1.0, None, .5], 3, approximate=True) == "~1.00 / n/a / ~0.50"
 
 
 def test_programs_match_their_tasks(monkeypatch, tmp_path):

@@ -61,6 +61,8 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
         cfg = config_for(args, preset, task.name)
         path = out / f"{task.name}.json"
         old = _read_result(path, task.name, must=getattr(args, "no_train", False))
+        if old is not None and getattr(args, "no_train", False):
+            _explicit_settings_match(args, cfg.to_dict(), old, path)
         if old is not None and (getattr(args, "no_train", False) or
                                 (not getattr(args, "fresh", False) and old.get("config") == cfg.to_dict())):
             log_stderr(f"{task.name}: using {path}")
@@ -95,6 +97,24 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
         print_rows(rows)
         print(f"wrote {out / 'report.md'}, {out / 'report.png'}, {out / 'report.json'}")
     return 0
+
+
+#: training options and their keys in a result's config (what --no-train checks when they are given)
+_SETTINGS = ("seeds", "first_seed", "steps", "positional", "layers", "heads", "dim", "lr", "batch", "schedule",
+             "test_samples", "train_max", "bins", "alphabet")
+
+
+def _explicit_settings_match(args, wanted: dict, old: dict, path) -> None:
+    """``--no-train`` reads results as they are: a setting given on the command line that the stored
+    result was not made with is refused (``--positional rope`` printed the APE results)."""
+    stored = old.get("config") or {}
+    for opt in _SETTINGS:
+        if getattr(args, opt, None) is None or opt not in stored or stored[opt] == wanted.get(opt):
+            continue
+        flag = "--" + opt.replace("_", "-")
+        raise RaspError(f"{path}: made with {opt.replace('_', ' ')} {_show(stored[opt])}, not {_show(wanted.get(opt))} "
+                        f"({flag}): --no-train only reports existing results",
+                        hint=f"drop {flag}, or run without --no-train to train with it")
 
 
 def _same_table(results: list[dict]) -> None:

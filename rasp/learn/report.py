@@ -111,16 +111,25 @@ def report_rows(results: list[dict], tasks: dict | None = None) -> list[dict]:
             "seeds": f"{r['n_successful']}/{r['n_seeds']}", "all_failed": r["all_failed"],
             "steps": [s["steps"] for s in r["seeds"]], "time_s": r["time_s"],
             "bin_labels": r["bin_labels"], "positional": pos,
+            "published_approximate": published_approximate(r["task"]),
         })
     # in-class tasks first (as in the papers' tables), then out-of-class, then unknown
     order = {True: 0, False: 1, None: 2}
     return sorted(rows, key=lambda x: order[x["in_class"]])
 
 
-def _bins_cell(vals, n) -> str:
+def _bins_cell(vals, n, approximate: bool = False) -> str:
     if vals is None:
         return " / ".join(["n/a"] * n)
-    return " / ".join(fmt(v) for v in vals)
+    return " / ".join(("~" if approximate and v is not None else "") + fmt(v) for v in vals)
+
+
+def published_approximate(task_name: str) -> bool:
+    """Whether the registry's published accuracies of this task are approximate (theory.md's "~100")."""
+    from ..tasks import TASKS
+
+    task = TASKS.get(task_name)
+    return bool(task is not None and task.published_approximate)
 
 
 def markdown(rows: list[dict]) -> str:
@@ -135,7 +144,7 @@ def markdown(rows: list[dict]) -> str:
         n = len(r["bin_labels"])
         meas = _bins_cell(r["measured_acc"], n) + (" (no seed reached 100% in-distribution)" if r["all_failed"] else "")
         lines.append(f"| {r['task']} | {r['program'] or 'none'} | {r['fragment']} | {r['guarantee']} | {r['published']} | "
-                     f"{_bins_cell(r['published_acc'], n)} | {meas} | {r['seeds']} | "
+                     f"{_bins_cell(r['published_acc'], n, r['published_approximate'])} | {meas} | {r['seeds']} | "
                      f"{', '.join(str(s) for s in r['steps'])} |")
     return head + "\n".join(lines) + "\n"
 
@@ -157,7 +166,7 @@ def print_rows(rows: list[dict], console=None) -> None:
         t.add_column(c)
     for r in rows:
         n = len(r["bin_labels"])
-        t.add_row(r["task"], r["fragment"], r["guarantee"], r["published"], _bins_cell(r["published_acc"], n),
+        t.add_row(r["task"], r["fragment"], r["guarantee"], r["published"], _bins_cell(r["published_acc"], n, r["published_approximate"]),
                   _bins_cell(r["measured_acc"], n) + (" *" if r["all_failed"] else ""), r["seeds"])
     console.print(t)
     console.print(f"bins: {' / '.join(rows[0]['bin_labels'])}; * = no seed reached 100% in-distribution "
