@@ -124,6 +124,8 @@ class Task:
         alph = tuple(str(s) for s in alphabet)
         if alph == self.alphabet:
             return alph
+        if not self.variable_alphabet and alph == self.input_symbols():  # parity's 0 1 (e o only answer)
+            return self.alphabet
         if not self.variable_alphabet:
             raise RaspError(
                 f"task {self.name} has a fixed alphabet ({' '.join(self.alphabet)})",
@@ -154,13 +156,15 @@ class Task:
         length = int(length)
         lo, hi = self._min_length(alph), self._max_length(alph)
         if length < lo or (hi is not None and length > hi):
-            rng_text = (f"{lo}..{hi}" if hi is not None and hi >= lo else "none" if hi is not None
-                        else f">= {lo}")
-            why = LENGTH_REASONS.get(self.name, "")
+            rng_text = (f"its inputs have {lo} to {hi} tokens" if hi is not None and hi >= lo
+                        else "it has no inputs over so few symbols" if hi is not None
+                        else f"its inputs have at least {lo} tokens")
+            # the reason a length is too long (an alphabet too small) says nothing about one too short
+            why = LENGTH_REASONS.get(self.name) if hi is not None and length > hi else None
             raise RaspError(
                 f"task {self.name} cannot make an input of length {length} with an alphabet of "
-                f"{len(alph)} symbols: lengths {rng_text}",
-                hint=why or None,
+                f"{len(alph)} symbol{'' if len(alph) == 1 else 's'}: {rng_text}",
+                hint=why,
             )
         tokens = self._sample(rng, length, alph)
         assert len(tokens) == length, (self.name, length, tokens)

@@ -151,9 +151,14 @@ def test_impossible_requests_say_why():
     rng = np.random.default_rng(0)
     with pytest.raises(rasp.RaspError) as e:
         T.get("UF").sample(rng, 30, alphabet=list("abcde"))
-    assert "2..6" in str(e.value) and "distinct" in (e.value.hint or "")
-    with pytest.raises(rasp.RaspError):
+    assert "its inputs have 2 to 6 tokens" in str(e.value) and "distinct" in (e.value.hint or "")
+    # too short: no hint about the upper limit (it said "length <= |alphabet| + 1" for UF at length 1)
+    with pytest.raises(rasp.RaspError) as e:
+        T.get("UF").sample(rng, 1)
+    assert "its inputs have 2 to 151 tokens" in str(e.value) and e.value.hint is None
+    with pytest.raises(rasp.RaspError) as e:
         T.get("UR").sample(rng, 10, alphabet=["a"])
+    assert "an alphabet of 1 symbol: it has no inputs over so few symbols" in str(e.value)
     with pytest.raises(rasp.RaspError) as e:
         T.get("parity").sample(rng, 10, alphabet=["a", "b"])
     assert "fixed alphabet" in str(e.value)
@@ -718,3 +723,20 @@ def test_cli_tasks_sample_range_is_clipped_to_the_tasks_lengths(capsys):
     assert main(["tasks", "sample", "UR", "--length", "10", "--count", "100000000000000"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "--count" in captured.err and "internal error" not in captured.err
+
+
+def test_cli_tasks_show_text_and_fixed_alphabets(capsys):
+    """`tasks show` prints published figures as text (it printed a Python dict and None); a fixed
+    alphabet task takes its input symbols as --alphabet (parity: 0 1; e and o only answer); `learn
+    --list --json` names each task under "name", as `tasks --json` does (and under "task")."""
+    assert main(["tasks", "show", "UR"]) == 0
+    out = capsys.readouterr().out
+    assert "published_accuracy: APE: n/a n/a 0.99; RoPE: n/a n/a 1.0\n" in out
+    assert "published_nope: ? (not stated)\n" in out and "max_length: any\n" in out
+    assert main(["tasks", "sample", "parity", "--length", "5", "--alphabet", "0,1", "--seed", "1"]) == 0
+    assert set(capsys.readouterr().out.split()) <= {"0", "1", "<sep>"}
+    assert main(["tasks", "sample", "parity", "--length", "5", "--alphabet", "0,2"]) == 2
+    assert "fixed alphabet" in capsys.readouterr().err
+    assert main(["learn", "--list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(r["name"] == r["task"] for r in rows) and rows[0]["name"] == "UR"

@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
 
         tasks = load_tasks()
         if args.json:
-            print(json.dumps([{"task": name, "kind": t.kind, "published_in_class": t.published_in_class}
+            print(json.dumps([{"name": name, "task": name, "kind": t.kind, "published_in_class": t.published_in_class}
                               for name, t in tasks.TASKS.items()]))
             return 0
         for name, t in tasks.TASKS.items():

@@ -150,7 +150,14 @@ def run_show(args: argparse.Namespace) -> int:
         print(json.dumps(data))
         return 0
     for k, v in data.items():
-        if isinstance(v, (list, tuple)) and len(v) > 30:
+        if k == "published_accuracy":
+            v = "; ".join(f"{enc}: " + " ".join("n/a" if a is None else str(a) for a in accs)
+                          for enc, accs in v.items()) or "none published"
+        elif k == "published_nope" and v is None:
+            v = "? (not stated)"
+        elif k == "max_length" and v is None:
+            v = "any"
+        elif isinstance(v, (list, tuple)) and len(v) > 30:
             v = " ".join(map(str, v[:12])) + f" ... ({len(v)} symbols)"
         elif isinstance(v, (list, tuple)):
             v = " ".join(map(str, v))
