@@ -52,6 +52,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
+from rasp.program import length_groups as _length_groups
+
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16,
           "float16": torch.float16}
 BACKENDS = ("auto", "dense", "scan", "sdpa")
@@ -611,17 +613,8 @@ GROUP_TOKENS = 1 << 20
 
 
 def length_groups(lengths: list[int], max_tokens: int = GROUP_TOKENS) -> list[list[int]]:
-    """Indices grouped for batching: sorted by length, each group within a factor 2 of its
-    shortest length and at most ``max_tokens`` padded tokens (a single longer input is its own group)."""
-    order = sorted(range(len(lengths)), key=lambda r: lengths[r])
-    groups: list[list[int]] = []
-    for r in order:
-        g = groups[-1] if groups else None
-        if g and lengths[r] <= 2 * max(1, lengths[g[0]]) and (len(g) + 1) * lengths[r] <= max_tokens:
-            g.append(r)
-        else:
-            groups.append([r])
-    return groups
+    """:func:`rasp.program.length_groups` with groups of at most ``max_tokens`` padded tokens."""
+    return _length_groups(lengths, max_tokens)
 
 
 def _sdpa_uniform(vu: torch.Tensor) -> torch.Tensor:

@@ -138,7 +138,7 @@ class Program:
         out: list = [None] * len(seqs)
         # inputs of similar lengths together: a batch is padded to its longest input, and one line of
         # 100,000 tokens among 200 short ones made 200 rows of 100,000 positions (718 MB for dyck1)
-        for rows in length_groups([len(s) for s in seqs], self._reevaluate_bytes):
+        for rows in length_groups([len(s) for s in seqs], BATCH_BYTES // max(1, self._reevaluate_bytes)):
             for r, o in zip(rows, self._run_ids([seqs[r] for r in rows], max_new)):
                 out[r] = o
         return out
@@ -274,15 +274,15 @@ def stream_estimate(program, n: int) -> float:
 BATCH_BYTES = 1 << 28
 
 
-def length_groups(lengths: Sequence[int], bytes_per_position: int, budget: int | None = None) -> list[list[int]]:
-    """The inputs' indices in batches: by increasing length, each batch as large as it can be while
-    (its size x its longest length x bytes_per_position) stays within ``budget`` (default
-    ``BATCH_BYTES``), at least one input."""
-    budget = BATCH_BYTES if budget is None else budget
+def length_groups(lengths: Sequence[int], max_cells: int) -> list[list[int]]:
+    """Indices grouped for batching (a batch is padded to its longest input): sorted by length, each
+    group within a factor 2 of its shortest length and at most ``max_cells`` padded positions (a
+    single longer input is its own group). Shared with the compiled model's forward."""
     groups: list[list[int]] = []
     for r in sorted(range(len(lengths)), key=lambda r: lengths[r]):
-        if groups and (len(groups[-1]) + 1) * max(1, lengths[r]) * bytes_per_position <= budget:
-            groups[-1].append(r)
+        g = groups[-1] if groups else None
+        if g and lengths[r] <= 2 * max(1, lengths[g[0]]) and (len(g) + 1) * lengths[r] <= max_cells:
+            g.append(r)
         else:
             groups.append([r])
     return groups

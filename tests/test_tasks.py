@@ -436,7 +436,7 @@ def test_run_batch_groups_inputs_by_length(name, monkeypatch):
     order given."""
     import rasp.program as P
 
-    assert P.length_groups([5, 1, 3, 1], 1, budget=6) == [[1, 3], [2], [0]]
+    assert P.length_groups([5, 1, 3, 1], 6) == [[1, 3], [2], [0]]  # within a factor 2, 6 cells
     t = T.get(name)
     p = program_of(name, tuple(STANDARD_SYMBOLS[:5]) if t.variable_alphabet else None)
     rng = np.random.default_rng(8)
