@@ -1371,9 +1371,12 @@ def task_for_program(path, source: str | None = None) -> Task | None:
         if t.program and (REPO_ROOT / t.program).resolve() == p:
             return t
     if source is None:
-        try:
-            source = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        longest = max(map(len, _bundled_texts()), default=0)
+        try:  # at most one character more than the longest bundled program (a longer file is none of
+            # them; /dev/zero was read until memory ran out)
+            with open(p, encoding="utf-8") as f:
+                source = f.read(longest + 1)
+        except (OSError, UnicodeDecodeError, ValueError):
             return None
     return _bundled_texts().get(source)
 

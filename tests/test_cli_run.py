@@ -622,6 +622,12 @@ def test_quoted_text_closes_its_quote_and_crlf_files_read_as_text(tmp_path):
     f.write_bytes((ROOT / "programs" / "ur.rasp").read_bytes().replace(b"\n", b"\r\n"))
     p = rasp.load(str(f))
     assert "\r" not in p.source and task_for_program(None, p.source).name == "UR"
+    assert task_for_program(str(f)).name == "UR"  # by path: the file's text, read as text mode reads it
+    # a path's text is read up to the longest bundled program's length: a longer file (or /dev/zero,
+    # read until memory ran out) is none of them
+    (tmp_path / "long.rasp").write_text((ROOT / "programs" / "ur.rasp").read_text() + "\n" * 10**6)
+    assert task_for_program(str(tmp_path / "long.rasp")) is None
+    assert task_for_program("/dev/zero") is None
 
 
 def test_non_ascii_tokens_in_an_ascii_locale(tmp_path):
