@@ -16,14 +16,14 @@ their full-alphabet compile time and size are listed in a second table.
 
 Results are also written as JSON after each program (--json-out; a run over every program writes
 benchmarks/compiled.json by default, a run with --programs only where --json-out says). The peak
-memory of a forward is its own: on Linux the process's peak (VmHWM) is reset before it.
+memory of a forward is its own (``compiler.verify.PeakMemory``, as ``rasp verify`` measures it): on
+Linux freed heap memory is returned to the system and the process's peak (VmHWM) reset before it.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -31,28 +31,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the process's peak resident memory to its current size (Linux: writing 5 to
-    /proc/self/clear_refs resets VmHWM); False where that is not possible."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
-def _hwm_bytes() -> int:
-    """The peak resident memory since the last reset (VmHWM), in bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise OSError("no VmHWM in /proc/self/status")
 
 
 def one(args) -> dict:
@@ -98,26 +76,17 @@ def one(args) -> dict:
     out["throughput"] = {}
     for n in [int(x) for x in args.sizes.split(",")]:
         ids = torch.as_tensor(rng.integers(0, len(program.symbols), size=(1, n)), device=m.device)
-        # the forward's own peak: above the memory in use before it (on CPU the process's peak is reset
-        # first; the all-time peak's growth depended on what ran before, e.g. the previous size)
-        cuda = device.startswith("cuda")
-        hwm = not cuda and _reset_peak_rss()
-        if cuda:
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-        else:
-            base = _hwm_bytes() if hwm else _rss_bytes()
+        # the forward's own peak (compiler.verify.PeakMemory: freed heap returned to the system and the
+        # peak reset first on CPU, the allocator's peak on CUDA): above the memory in use before it
         best = float("inf")
-        for _ in range(2):
-            sync()
-            t0 = time.perf_counter()
-            m(ids)
-            sync()
-            best = min(best, time.perf_counter() - t0)
-        if cuda:
-            peak = torch.cuda.max_memory_allocated() - base
-        else:
-            peak = (_hwm_bytes() if hwm else _rss_bytes()) - base
+        with V.PeakMemory(m.device) as mem:
+            for _ in range(2):
+                sync()
+                t0 = time.perf_counter()
+                m(ids)
+                sync()
+                best = min(best, time.perf_counter() - t0)
+        peak = mem.device_bytes if mem.device_bytes is not None else 0
         out["throughput"][str(n)] = {"tokens_per_s": n / best, "seconds": best, "peak_bytes": max(0, peak)}
     if args.check_length:
         out["check"] = {}
@@ -222,7 +191,7 @@ def main() -> int:
     meta = {"date": time.strftime("%Y-%m-%d"), "device": args.device, "threads": args.threads,
             "torch": __import__("torch").__version__, "budget_s": args.budget, "start": args.start,
             "max_length": args.max_length, "samples": args.samples, "cpu_count": os.cpu_count(),
-            "peak": "the forward's own: VmHWM reset before it (CPU), max_memory_allocated (CUDA)"}
+            "peak": "the forward's own (compiler.verify.PeakMemory): heap trimmed and VmHWM reset before it (CPU), max_memory_allocated (CUDA)"}
     results = []
     for p in paths:
         cmd = [sys.executable, __file__, "--one", str(p), "--device", args.device, "--dtypes", args.dtypes,
