@@ -32,7 +32,7 @@ from rasp.ast import OUTPUT_KINDS
 from rasp.errors import RaspError, loads_json, quoted
 from rasp.gcpause import paused_gc
 from rasp.guards import TABLE_CAP
-from rasp.program import Program, check_batch, generation_limits, load as load_program, parse
+from rasp.program import Program, allowed_sets, check_batch, generation_limits, load as load_program, parse
 from rasp.rewrite import only_local_counts, rewrite_core
 
 from .alloc import allocate
@@ -328,7 +328,7 @@ class CompiledModel:
         outs = self._outputs(seqs, device, dtype, backend)
         if kind == "accept":
             return [bool(o[-1, 0]) for o in outs]
-        return [[[self.alphabet[k] for k in np.flatnonzero(row)] for row in o] for o in outs]
+        return [allowed_sets(np.asarray(o, dtype=bool), self.alphabet) for o in outs]
 
     def residual(self, tokens, *, device=None, dtype="float64", backend: str = "auto") -> np.ndarray:
         """The final residual stream for one input: (n + 1, d_model), BOS first; columns are

@@ -151,15 +151,9 @@ class Program:
         values = evaluate(self.core, batch)
         if kind == "accept":
             return [bool(v) for v in output_at_last(self.core, values, batch.lengths)[:, 0]]
-        # predict: the set of allowed symbols at every position (each distinct set looked up once)
+        # predict: the set of allowed symbols at every position
         allowed = np.stack([values[n] for n in self.core.output.names], axis=2)  # (B, N, |alphabet|)
-        m = allowed.shape[2]
-        out = []
-        for r, n in enumerate(batch.lengths):
-            distinct, which = np.unique(np.packbits(allowed[r, :n], axis=1), axis=0, return_inverse=True)
-            sets = [[self.alphabet[k] for k in np.flatnonzero(np.unpackbits(d)[:m])] for d in distinct]
-            out.append([list(sets[i]) for i in which.ravel().tolist()])
-        return out
+        return [allowed_sets(allowed[r, :n], self.alphabet) for r, n in enumerate(batch.lengths)]
 
     def _generate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
         """Greedy decoding: append the first symbol whose NEXT holds at the last position.
@@ -286,6 +280,17 @@ def length_groups(lengths: Sequence[int], max_cells: int) -> list[list[int]]:
         else:
             groups.append([r])
     return groups
+
+
+def allowed_sets(allowed: np.ndarray, alphabet: Sequence[str]) -> list[list[str]]:
+    """A predictor's output from its (n, |alphabet|) bools: the allowed symbols at each position, each
+    distinct set built once (a list per position: 10^6 positions took 8 s one by one)."""
+    if len(allowed) == 0:
+        return []
+    m = allowed.shape[1]
+    distinct, which = np.unique(np.packbits(allowed, axis=1), axis=0, return_inverse=True)
+    sets = [[alphabet[k] for k in np.flatnonzero(np.unpackbits(d)[:m])] for d in distinct]
+    return [list(sets[i]) for i in which.ravel().tolist()]
 
 
 def default_max_new(n: int) -> int:
