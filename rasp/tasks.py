@@ -104,9 +104,9 @@ class Task:
     published_accuracy: dict
     description: str = ""  # the task and its input format, in a sentence or two
     variable_alphabet: bool = False  # whether ``alphabet=`` may replace the default
-    #: whether theory.md gives the accuracies only roughly ("~100", "mostly 100", one figure for every
-    #: bin): shown as ~1.00 (the statement says how)
-    published_approximate: bool = False
+    #: the encodings (keys of ``published_accuracy``) whose figures theory.md gives only roughly ("~100",
+    #: "mostly 100", one figure for every bin): shown as ~1.00 (the statement says how)
+    published_approximate: tuple[str, ...] = ()
     # implementation (not part of the public interface)
     _sample: Callable = field(default=None, repr=False, compare=False)  # (rng, length, alphabet) -> tokens
     _reference: Callable = field(default=None, repr=False, compare=False)  # (tokens, alphabet) -> target
@@ -202,7 +202,7 @@ class Task:
             "published_accuracy": self.published_accuracy,
             "description": self.description,
             "variable_alphabet": self.variable_alphabet,
-            "published_approximate": self.published_approximate,
+            "published_approximate": list(self.published_approximate),
             "min_length": self.min_length(),
             "max_length": self.max_length(),
         }
@@ -1316,7 +1316,8 @@ def _formal_tasks() -> list[Task]:
             program=f"programs/{name}.rasp" if in_class else None,
             published_in_class=in_class, published_nope=nope, citation=CITE_H,
             statement=stmt.strip() + nope_note + note, source=HUANG, published_accuracy=acc,
-            published_approximate=name in _APPROX or name in _MOSTLY or name in _NOPE_ONE_FIGURE,
+            published_approximate=(("APE", "NoPE") if name in _APPROX or name in _MOSTLY
+                                   else ("NoPE",) if name in _NOPE_ONE_FIGURE else ()),
             description=f"{desc}; character prediction: after every prefix, the symbols that can follow "
                         f"({EOS} = the string may end here).",
             _sample=_predict_sampler(name), _reference=_predict_reference(name),
@@ -1328,7 +1329,8 @@ def _formal_tasks() -> list[Task]:
         statement="In C-RASP: balanced iff the depth #( - #) never goes negative and ends at 0 (plain counting). "
                   + NOPE_INFERRED + " Posed here as an acceptor (the bundled dyck1.cr); Huang et al. evaluate "
                   "Dyck-1 as character prediction. Accuracy: theory.md gives ~100% (approximate).",
-        source=HUANG, published_accuracy=_acc(APE=[1.0, 1.0, 1.0], NoPE=[1.0, 1.0, 1.0]), published_approximate=True,
+        source=HUANG, published_accuracy=_acc(APE=[1.0, 1.0, 1.0], NoPE=[1.0, 1.0, 1.0]),
+        published_approximate=("APE", "NoPE"),
         description="Dyck-1 over ( ), acceptor: balanced or not. Samples: about half balanced members (even "
                     "lengths), half hard negatives (valid prefixes that end unbalanced, balanced counts that "
                     "dip below zero, one flipped symbol).",

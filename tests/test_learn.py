@@ -483,7 +483,7 @@ def test_cli_learn_with_two_bins_writes_its_plot(tmp_path, fake_registry, capsys
 def test_cli_learn_list_json(capsys):
     assert main(["learn", "--list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {"task": "UR", "kind": "generate", "published_in_class": True} in rows
+    assert {"name": "UR", "task": "UR", "kind": "generate", "published_in_class": True} in rows
 
 
 def test_real_registry_smoke(tmp_path):

@@ -83,12 +83,17 @@ def test_published_labels():
     assert T.get("majority").published_accuracy["NoPE"] == [1.0, .999, .985]
     # theory.md's "~100" / "mostly 100" / one NoPE figure: flagged, and shown as ~1.00 (they printed as
     # exact figures)
-    approx = {n for n, t in T.TASKS.items() if t.published_approximate}
-    assert approx == {"dyck1", "d2", "d3", "d4", "d12", "tomita1", "tomita2", "aabbccddee", "ab_d_bc",
-                      "boolean3", "boolean5", "shuffle2", "anbn", "anbncn", "anbncndn"}
+    approx = {n: t.published_approximate for n, t in T.TASKS.items() if t.published_approximate}
+    both = ("APE", "NoPE")
+    assert approx == {**{n: both for n in ("dyck1", "d2", "d3", "d4", "d12", "tomita1", "tomita2", "aabbccddee",
+                                           "ab_d_bc", "boolean3", "boolean5", "shuffle2")},
+                      **{n: ("NoPE",) for n in ("anbn", "anbncn", "anbncndn")}}  # their APE figures are exact
     assert all("Accuracy: theory.md" in T.get(n).statement for n in approx)
-    from rasp.learn.report import _bins_cell
+    from rasp.learn.report import _bins_cell, published_approximate, published_from_sweep
     assert _bins_cell([1.0, None, .5], 3, approximate=True) == "~1.00 / n/a / ~0.50"
+    assert published_approximate("anbn", "nope") and not published_approximate("anbn", "ape")
+    assert published_approximate("d2", "ape") and not published_approximate("UR", "ape")
+    assert published_from_sweep("tomita4") and not published_from_sweep("UR")  # Huang et al.'s sweep
 
 
 def test_programs_match_their_tasks(monkeypatch, tmp_path):

@@ -111,7 +111,8 @@ def report_rows(results: list[dict], tasks: dict | None = None) -> list[dict]:
             "seeds": f"{r['n_successful']}/{r['n_seeds']}", "all_failed": r["all_failed"],
             "steps": [s["steps"] for s in r["seeds"]], "time_s": r["time_s"],
             "bin_labels": r["bin_labels"], "positional": pos,
-            "published_approximate": published_approximate(r["task"]),
+            "published_approximate": published_approximate(r["task"], pos),
+            "published_from_sweep": published_from_sweep(r["task"]),
         })
     # in-class tasks first (as in the papers' tables), then out-of-class, then unknown
     order = {True: 0, False: 1, None: 2}
@@ -124,12 +125,28 @@ def _bins_cell(vals, n, approximate: bool = False) -> str:
     return " / ".join(("~" if approximate and v is not None else "") + fmt(v) for v in vals)
 
 
-def published_approximate(task_name: str) -> bool:
-    """Whether the registry's published accuracies of this task are approximate (theory.md's "~100")."""
+def published_approximate(task_name: str, positional: str) -> bool:
+    """Whether the registry's published accuracies of this task for this positional encoding are
+    approximate (theory.md's "~100")."""
     from ..tasks import TASKS
 
     task = TASKS.get(task_name)
-    return bool(task is not None and task.published_approximate)
+    return task is not None and any(k in task.published_approximate for k in POS_KEYS.get(positional, (positional,)))
+
+
+def published_from_sweep(task_name: str) -> bool:
+    """Whether the published figure is the best model of Huang et al.'s sweep (their tasks), where
+    ``rasp learn`` trains one configuration."""
+    from ..tasks import HUANG, TASKS
+
+    task = TASKS.get(task_name)
+    return task is not None and task.source == HUANG
+
+
+#: the markdown report's note on rows marked "+" (published_from_sweep)
+SWEEP_NOTE = ("+ Huang et al. report the best model of a sweep (layers {1,2,4} x heads {1,2,4} x width "
+              "{16,64,256} x lr {1e-3,1e-4}, with a regularizer on position-position attention logits; "
+              "theory.md section 3); rasp learn trains one configuration per task.")
 
 
 def markdown(rows: list[dict]) -> str:
@@ -144,9 +161,15 @@ def markdown(rows: list[dict]) -> str:
         n = len(r["bin_labels"])
         meas = _bins_cell(r["measured_acc"], n) + (" (no seed reached 100% in-distribution)" if r["all_failed"] else "")
         lines.append(f"| {r['task']} | {r['program'] or 'none'} | {r['fragment']} | {r['guarantee']} | {r['published']} | "
-                     f"{_bins_cell(r['published_acc'], n, r['published_approximate'])} | {meas} | {r['seeds']} | "
+                     f"{_published_cell(r, n)} | {meas} | {r['seeds']} | "
                      f"{', '.join(str(s) for s in r['steps'])} |")
-    return head + "\n".join(lines) + "\n"
+    note = "\n" + SWEEP_NOTE + "\n" if any(r["published_from_sweep"] and r["published_acc"] for r in rows) else ""
+    return head + "\n".join(lines) + "\n" + note
+
+
+def _published_cell(r: dict, n: int) -> str:
+    mark = " +" if r["published_from_sweep"] and r["published_acc"] else ""
+    return _bins_cell(r["published_acc"], n, r["published_approximate"]) + mark
 
 
 def print_rows(rows: list[dict], console=None) -> None:
@@ -166,11 +189,13 @@ def print_rows(rows: list[dict], console=None) -> None:
         t.add_column(c)
     for r in rows:
         n = len(r["bin_labels"])
-        t.add_row(r["task"], r["fragment"], r["guarantee"], r["published"], _bins_cell(r["published_acc"], n, r["published_approximate"]),
+        t.add_row(r["task"], r["fragment"], r["guarantee"], r["published"], _published_cell(r, n),
                   _bins_cell(r["measured_acc"], n) + (" *" if r["all_failed"] else ""), r["seeds"])
     console.print(t)
     console.print(f"bins: {' / '.join(rows[0]['bin_labels'])}; * = no seed reached 100% in-distribution "
                   "(mean over all seeds)")
+    if any(r["published_from_sweep"] and r["published_acc"] for r in rows):
+        console.print(SWEEP_NOTE)
 
 
 def _plt():
@@ -189,7 +214,8 @@ def plot_task(result: dict, path) -> None:
         ys = [float("nan") if a is None else a for a in s["bins_acc"]]
         ax.plot(x, ys, "o-", color="0.75", lw=1, label=f"seed {s['seed']}" + ("" if s["success"] else " (failed)"))
     ys = [float("nan") if a is None else a for a in result["mean_acc"]]
-    ax.plot(x, ys, "o-", color="C0", lw=2.5, label="measured (mean)")
+    ax.plot(x, ys, "o-", color="C0", lw=2.5,
+            label="measured (mean of all seeds: none successful)" if result.get("all_failed") else "measured (mean)")
     pub = published_bins(result, result["config"]["positional"])
     if pub:
         ax.plot(x[: len(pub)], [float("nan") if v is None else v for v in pub], "s--", color="C3", lw=1.5,
