@@ -216,17 +216,23 @@ class CompiledModel:
         return dict(self.config["exact_sum_positions"])
 
     def exact_positions(self, dtype="float32", backend: str = "scan") -> int | None:
-        """The most positions (BOS included: tokens + 1) over which the model is exact on every input
-        in ``dtype`` with ``backend`` (:func:`compiler.weights.exact_positions`: the running sums'
-        bound and float16's quotient underflow at 2^24 positions); None: any length."""
+        """The most positions (BOS included: tokens + 1, generated tokens too) over which the model is
+        exact on every input in ``dtype`` with ``backend`` (:func:`compiler.weights.exact_positions`:
+        the running sums' bound and float16's quotient underflow at 2^24 positions); None: any length.
+        ``auto`` is scan's (it leaves sdpa for scan before sdpa's bound); the dense reference forward
+        has no such bound (it rounds every softmax weight: exact in float64 at the lengths tests use)."""
         from .model import dtype_name
         from .weights import exact_positions
 
+        if backend not in ("scan", "sdpa", "auto"):
+            raise RaspError(f"exact_positions knows the backends scan, sdpa and auto, not {quoted(backend)}")
+        backend = "scan" if backend == "auto" else backend
         return exact_positions(self.config["architecture"], self.exact_sum_positions, dtype_name(dtype), backend)
 
     def exact_tokens(self) -> dict[str, int | None]:
-        """Per dtype the model holds exactly, the longest input (tokens) on which it is exact for every
-        input with the scan backend (None: any length): :meth:`exact_positions` less BOS."""
+        """Per dtype the model holds exactly, the longest sequence (tokens: a prompt plus what a
+        generator adds) on which it is exact for every input with the scan backend (None: any length):
+        :meth:`exact_positions` less BOS."""
         out = {}
         for d in self.exact_dtypes:
             p = self.exact_positions(d)

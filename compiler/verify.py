@@ -473,7 +473,8 @@ def find_limit(model: CompiledModel, task, dtype: str, *, samples: int, rng: np.
         # doubling, but the last length allowed is tested itself (a bounded model's N = 12 stopped at 8)
         cap = min((x for x in (max_length, tmax) if x is not None), default=None)
         n = cap if cap is not None and n < cap < 2 * n else 2 * n
-    bound = model.exact_positions(dtype)  # what the weights claim for every input (scan backend)
+    # what the weights claim for every input with this backend (dense: the scan bound, the fast path's)
+    bound = model.exact_positions(dtype, backend if backend in ("scan", "sdpa") else "scan")
     out = {"dtype": str(dtype), "longest_exact": longest, "first_failure": failed, "stopped": stopped,
            "exact_tokens": None if bound is None else max(0, bound - 1),
            "seconds": round(time.perf_counter() - t_start, 3)}

@@ -146,24 +146,17 @@ class _ToAst(Transformer):
 
     def mul(self, meta, c):
         left, right = c
-        a, b = _literal_int(left), _literal_int(right)
+        a, b = _constant_value(left), _constant_value(right)
         if a is not None and b is not None and abs(a * b) <= INT_LIMIT:
             # a constant product is a constant, so that it can scale a count (2 * 3 * #"a" is 6 * #"a");
             # a larger one stays a product (constant parts are bounded by the type checker)
             k = A.IntConst(abs(a * b), span=_span(meta))
             return k if a * b >= 0 else A.Neg(k, span=_span(meta))
-        k = _literal_int(left)
-        if k is not None:
-            return A.Scale(k, right, span=_span(meta))
-        k = _literal_int(right)
-        if k is not None:
-            return A.Scale(k, left, span=_span(meta))
-        for side in (left, right):
-            v = _constant_value(side)
-            if v is not None:  # a product of constants, kept as a product because it is too large
-                raise RaspError(f"the product of constants {_side_text(side)} = {v:,} is too large to scale a count "
-                                f"(the limit is 2^31 - 1 = {INT_LIMIT:,})", _span(meta),
-                                "values are computed in 64-bit integers; use smaller constants")
+        for const, other in ((left, right), (right, left)):
+            if _constant_value(const) is not None:
+                # a product of constants too large to be one constant scales a count factor by factor,
+                # as the same factors written after the count do (the magnitude checks decide)
+                return _scaled(const, other, _span(meta))
         raise RaspError(
             "multiplication needs an integer constant on one side",
             _span(meta),
@@ -373,7 +366,7 @@ def _literal_int(e) -> int | None:
 
 
 def _constant_value(e) -> int | None:
-    """The value of a product of integer literals (``Scale`` nodes over a literal), else None."""
+    """The value of an integer literal or a product of them (``Scale`` nodes over a literal), else None."""
     k = _literal_int(e)
     if k is not None:
         return k
@@ -383,11 +376,12 @@ def _constant_value(e) -> int | None:
     return None
 
 
-def _side_text(e) -> str:
-    """``a * b * c`` for a product of integer literals."""
-    if isinstance(e, A.Scale):
-        return f"{e.k} * {_side_text(e.operand)}"
-    return str(_literal_int(e))
+def _scaled(const, e, span):
+    """``e`` scaled by the factors of the constant product ``const``, one ``Scale`` per factor."""
+    k = _literal_int(const)
+    if k is not None:
+        return A.Scale(k, e, span=span)
+    return A.Scale(const.k, _scaled(const.operand, e, span), span=span)
 
 
 # ---------------------------------------------------------------------- error messages

@@ -834,3 +834,14 @@ def test_labels_of_gates_on_gates_stay_short():
         for _ in range(3):
             x = list(rng.choice(["a", "b"], size=n))
             assert bool(m.run(x)) == bool(p.run(x)), x
+
+
+def test_exact_positions_per_backend():
+    """auto is scan's bound (it leaves sdpa before sdpa's); an unknown backend is an error, not 'any
+    length' (a review found 'dense' and 'bogus' answered None)."""
+    m = compiler.compile(rasp.parse('alphabet a b c\nX = #"a" >= #"b"\n'))
+    assert m.exact_positions("float32", "scan") == m.exact_positions("float32", "auto") == 2**52
+    assert m.exact_positions("float32", "sdpa") == 2**23 and m.exact_positions("float16", "sdpa") == 2**23
+    for bad in ("dense", "bogus"):
+        with pytest.raises(rasp.RaspError, match="knows the backends scan, sdpa and auto"):
+            m.exact_positions("float32", bad)

@@ -426,6 +426,12 @@ def test_cli_report_no_train_refuses_results_with_different_bins(tmp_path, capsy
     assert "UR.json: made with positional ape, not rope (--positional)" in err and "drop --positional" in err
     assert main(["report", "UR", "UL", "--no-train", "--positional", "ape", "--out", str(tmp_path), "--json"]) == 0
     capsys.readouterr()
+    for name in ("UR", "UL"):  # and the preset, where the result records it
+        (tmp_path / f"{name}.json").write_text(json.dumps(dict(good, task=name, preset="smoke")))
+    assert main(["report", "UR", "UL", "--no-train", "--preset", "paper", "--out", str(tmp_path)]) == 2
+    assert "UR.json: made with preset smoke, not paper (--preset)" in capsys.readouterr().err
+    assert main(["report", "UR", "UL", "--no-train", "--preset", "smoke", "--out", str(tmp_path), "--json"]) == 0
+    capsys.readouterr()
 
 
 def test_published_numbers_follow_the_bins_measured():

@@ -108,6 +108,9 @@ def _explicit_settings_match(args, wanted: dict, old: dict, path) -> None:
     """``--no-train`` reads results as they are: a setting given on the command line that the stored
     result was not made with is refused (``--positional rope`` printed the APE results)."""
     stored = old.get("config") or {}
+    if getattr(args, "preset", "auto") != "auto" and old.get("preset") not in (None, args.preset):
+        raise RaspError(f"{path}: made with preset {old['preset']}, not {args.preset} (--preset): --no-train only "
+                        "reports existing results", hint="drop --preset, or run without --no-train to train with it")
     for opt in _SETTINGS:
         if getattr(args, opt, None) is None or opt not in stored or stored[opt] == wanted.get(opt):
             continue
