@@ -306,7 +306,8 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
     text = _text(culprit) if culprit is not None else _text(rel.expr)
     if unary:
         condition = "periodicity"
-        why = ("depends on the absolute position i, so it is not periodic"
+        hint = form.message.partition("; ")[2]  # the count that says it, for a comparison with a constant
+        why = ("depends on the absolute position i, so it is not periodic" + (f"; {hint}" if hint else "")
                if form.condition == "translation invariance" else form.message)
         message = f"in a positional predicate, {text!r} {why}; Theorem 7 needs {CONDITIONS[condition]}"
     else:
@@ -567,6 +568,10 @@ def render(verdict: Verdict, *, explain: bool = False) -> str:
         if not t.published_in_class and v.in_class:
             out.append(_wrap("WARNING: this program is in the class but the task is published as outside it, "
                              "so the program cannot compute the task at every length"))
+        elif t.published_nope is False and v.fragment == "C-RASP":
+            out.append(_wrap("WARNING: this program is in plain C-RASP (no positional information, NoPE) but the "
+                             "task is published as needing positions (not in NoPE C-RASP), so the program "
+                             "cannot compute the task at every length"))
     if explain:
         out.extend(_explain(v))
     return "\n".join(out)

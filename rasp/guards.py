@@ -207,9 +207,14 @@ def _formula(r) -> GuardForm:
             if _constant_on_domain(r.op, a, b, c, lo, hi) is not None:
                 return GuardForm(0, 1)  # e.g. j >= 0: the same for every 0 <= j <= i
             what = "the counted position j" if a == 0 else "the current position i" if b == 0 else "i and j"
+            hint = ""
+            if (a == 0 or b == 0) and lo == hi:  # one position against a constant: a count says it
+                hint = ("; a position compared with a constant is plain C-RASP written with counts: "
+                        + ("pos[i <= 5] is #true <= 6 (#true counts the positions up to i)" if b == 0 else
+                           "#[j <= 2] P is #(P && #true <= 3) (#true inside the count is j + 1)"))
             return _raise(
                 "translation invariance",
-                f"compares {what} with a bound that does not move with i - j: depends on absolute position",
+                f"compares {what} with a bound that does not move with i - j: depends on absolute position{hint}",
                 r.span,
             )
         bound = -(c + lo) / a if a > 0 else (c + hi) / (-a)

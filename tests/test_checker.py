@@ -574,3 +574,36 @@ def test_branch_cap_boundaries(guard, refused):
     else:
         with pytest.raises(rasp.RaspError, match=refused):
             check(p, with_task=False)
+
+
+def test_a_position_against_a_constant_names_the_count_that_says_it():
+    """`pos[i <= 5]` and `#[j <= 2]` are outside as written, but plain C-RASP says them with `#true`
+    (i + 1): the reason's message gives that form (an audit read the bare "depends on absolute
+    position" as a claim that no C-RASP program computes them), and the form is right."""
+    import numpy as np
+
+    v = rasp.checker.check(rasp.parse('alphabet a b\nX = #[j <= 2] "a"\nY = pos[i <= 5]\nO = X > 1 && Y\n'))
+    guard, pred = v.reasons
+    assert "#[j <= 2] P is #(P && #true <= 3)" in guard.message
+    assert "pos[i <= 5] is #true <= 6" in pred.message and "not periodic" in pred.message
+    other = rasp.checker.check(rasp.parse('alphabet a b\nZ = #[j <= i / 2] "a"\nO = Z > 0\n'))
+    assert "#true" not in other.reasons[0].message  # not a comparison with a constant
+    a = rasp.parse('alphabet a b\nX = #[j <= 2] "a"\nY = pos[i <= 5]\nO = (X > 1) == Y\n')
+    b = rasp.parse('alphabet a b\nX = #("a" && #true <= 3)\nY = #true <= 6\nO = (X > 1) == Y\n')
+    assert rasp.checker.check(b).fragment == "C-RASP"
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        t = list(rng.choice(["a", "b"], size=int(rng.integers(1, 12))))
+        va, vb = a.evaluate([t]), b.evaluate([t])
+        assert all(np.array_equal(va[k], vb[k]) for k in ("X", "Y", "O")), t
+
+
+def test_a_nope_program_for_a_task_published_as_needing_positions_is_warned(capsys):
+    """(aa)* needs periodic positional relations (theory.md: not in NoPE C-RASP): a plain C-RASP
+    program paired with it gets the warning the in-class-but-published-outside case gets."""
+    src = 'alphabet a\nALLOWED[x] = #"a" > 0\noutput predict ALLOWED\n'
+    v = check(rasp.parse(src), task=tasks.get("aa_star"))
+    assert v.fragment == "C-RASP" and "WARNING: this program is in plain C-RASP" in render(v)
+    ok = check(rasp.load(str(Path(__file__).resolve().parent.parent / "programs" / "aa_star.rasp")),
+               task=tasks.get("aa_star"))
+    assert ok.fragment == "C-RASP[periodic]" and "WARNING" not in render(ok)
