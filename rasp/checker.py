@@ -68,7 +68,7 @@ from .errors import RaspError, Span, caret_lines, source_lines
 from .guards import NotRegular, analyze_relation, periodic_residues
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
-from .rewrite import local_offset, rewrite_core, rewrite_module
+from .rewrite import absolute_count, absolute_predicate, local_offset, rewrite_core, rewrite_module
 
 #: every fragment a verdict can name, from the strongest guarantee to none
 FRAGMENTS: tuple[str, ...] = (
@@ -300,6 +300,10 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
                           n.span or rel.span or fallback, _text(n))
     form = analyze_relation(rel.expr)
     if not isinstance(form, NotRegular):
+        return None
+    # a predicate of one position that is eventually periodic (pos[i <= 5], #[j <= 2]) is rewritten
+    # with counts of every position (rasp.rewrite.absolute_predicate): plain C-RASP
+    if (absolute_predicate(rel.expr) if unary else absolute_count(rel.expr, A.BoolConst(True))) is not None:
         return None
     span = form.span or rel.span or fallback
     culprit = _find_at(rel.expr, form.span)

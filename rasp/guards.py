@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -360,6 +360,56 @@ def eval_function(rel: A.PosExpr, env: dict):
 
 
 @functools.lru_cache(maxsize=4096)
+def position_names(r) -> set[str]:
+    """The position variables (``i``, ``j``) a relation mentions."""
+    if isinstance(r, A.PVar):
+        return {r.name}
+    out: set[str] = set()
+    if is_dataclass(r) and not isinstance(r, type):
+        for f in fields(r):
+            v = getattr(r, f.name)
+            if f.name != "span" and is_dataclass(v) and not isinstance(v, type):
+                out |= position_names(v)
+    return out
+
+
+def eventually_periodic(rel: A.PosExpr) -> tuple[int, int] | None:
+    """``(c, M)`` for a unary relation phi(i) (a ``pos[...]``: a function of i alone) with
+    phi(i) = phi(i + M) for every i >= c, or None where the analysis cannot show one.
+
+    Every comparison of the linear analysis (:func:`_term`) is ``a i + c0 + p(i) op 0`` with p
+    periodic and within [lo, hi]: for a = 0 it is periodic; otherwise its sign is that of a from the
+    first i where |a i + c0| outgrows the periodic part (a > 0: a i + c0 + lo > 0), so it is constant
+    from there on. ``and``/``or``/``not`` take the largest start and the lcm of the periods.
+    ``i <= 5`` is (6, 1); ``i % 2 == 0 || i > 10`` is (11, 2)."""
+    try:
+        return _eventual(rel)
+    except _NotRegular:
+        return None
+
+
+def _eventual(r) -> tuple[int, int]:
+    if isinstance(r, A.PBool):
+        return 0, 1
+    if isinstance(r, (A.PAnd, A.POr)):
+        (c1, m1), (c2, m2) = _eventual(r.left), _eventual(r.right)
+        return max(c1, c2), math.lcm(m1, m2)
+    if isinstance(r, A.PNot):
+        return _eventual(r.operand)
+    if isinstance(r, A.PCmp):
+        x, y = _term(r.left), _term(r.right)
+        if isinstance(x, _Poly) or isinstance(y, _Poly) or x.b != 0 or y.b != 0:
+            raise _NotRegular("periodicity", "not a function of i alone, linear in i", r.span)
+        a, c0 = x.a - y.a, x.c - y.c
+        lo, hi = x.lo - y.hi, x.hi - y.lo
+        period = math.lcm(x.period, y.period)
+        if a == 0:
+            return 0, period
+        start = -(c0 + lo) / a if a > 0 else (c0 + hi) / (-a)  # strictly past it the sign is a's
+        return max(0, math.floor(start) + 1), 1
+    raise _NotRegular("periodicity", "not analysed", getattr(r, "span", None))
+
+
 def periodic_residues(rel: A.PosExpr) -> tuple[int, frozenset] | None:
     """(M, residues) with minimal period M for a periodic unary relation (a ``pos[...]``: a function
     of i alone), or None when it is not periodic: M evaluations, not an M x M table (cached: a

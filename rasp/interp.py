@@ -10,7 +10,9 @@ Cost per operation is O(B N) for everything in C-RASP[periodic, local]:
 * ``#P``: a prefix sum;
 * ``#[g] P`` with g (T, M)-regular (:mod:`rasp.guards`): T shifted copies of P for the window and
   M residue-class prefix sums shifted by T for the far part, O(B N (T + M));
-* ``pos[phi]``: phi evaluated on the index vector.
+* ``pos[phi]``: phi evaluated on the index vector;
+* ``#[g] P`` with g a relation of j alone (``j <= 2``) or of i alone: a mask over positions and a
+  prefix sum.
 
 Any other guard, and a regular one whose table exceeds ``TABLE_CAP`` or whose T + M exceeds
 max(N, GENERAL_CHUNK) (the general path is cheaper then), takes the general path: the (query x key) guard
@@ -26,7 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import ast as A
-from .guards import TABLE_CAP, GuardForm, analyze_relation, eval_function, eval_relation, far_table, table_cells
+from .guards import (TABLE_CAP, GuardForm, analyze_relation, eval_function, eval_relation, far_table,
+                     position_names, table_cells)
 
 _CMP = {
     "==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
@@ -98,6 +101,14 @@ def count_with_guard(P: np.ndarray, rel: A.PosExpr, form: GuardForm | None = Non
                 c = np.cumsum(mask, axis=1, dtype=np.int64)  # c[:, x] = #{j <= x: j = rj (M), P(j)}
                 out[:, T:] += c[:, : N - T] * col
         return out
+    # a relation of one position (#[j <= 2], #[i >= 5]): a mask over positions, O(N)
+    names = position_names(rel)
+    if names == {"j"}:
+        g = np.broadcast_to(np.asarray(eval_relation(rel, None, idx), dtype=bool), (N,))
+        return np.cumsum(P & g, axis=1, dtype=np.int64)
+    if names == {"i"}:
+        g = np.broadcast_to(np.asarray(eval_relation(rel, idx), dtype=bool), (N,))
+        return np.where(g, np.cumsum(P, axis=1, dtype=np.int64), 0)
     # general path: explicit (chunk x N) guard matrices
     Pf = P.astype(np.float64)
     for s in range(0, N, GENERAL_CHUNK):

@@ -1114,6 +1114,24 @@ class _Lowerer:
                 raise _Fail(f"select compares positions {abs(q.shift - k.shift):,} apart, beyond the "
                             f"{POSITION_BOUND:,} positions an input may have", e)
             return self.positional(k.shift, q.shift, e.op, e)
+        if isinstance(k, Idx) and isinstance(q, Fin) and self.max_length is None:
+            # keys j + shift against a finite query value v: the relation j op v - shift, of j alone
+            # (select(indices, full(0), ==) is "the first position"): a guard that plain C-RASP says
+            # with #true (rasp.rewrite.absolute_count), or one outside, as the check then reports
+            if _size([q.cases]) > self.cap:
+                raise _Fail(f"select over more than {self.cap} query cases (lowering size limit)", e)
+            branches = []
+            for v, cq in q.cases.items():
+                c = int(v) - k.shift
+                if abs(c) >= POSITION_BOUND:
+                    raise _Fail(f"select compares positions with {c:,}, beyond the {POSITION_BOUND:,} "
+                                "positions an input may have", e)
+                rel = A.Rel(A.PCmp(e.op, A.PVar("j"), A.PInt(c) if c >= 0 else A.PNeg(A.PInt(-c)),
+                                   span=e.span), span=e.span)
+                branches.append((cq, TRUE, rel))
+            if len(branches) == 1:
+                branches = [(None, TRUE, branches[0][2])]
+            return Sel(branches, at_most_one=e.op == "==")
         if (isinstance(k, Idx) or isinstance(q, Idx)) and self.max_length is None:
             raise _Fail("select compares positions with values that are not positions (not translation "
                         "invariant)", e)

@@ -16,6 +16,10 @@ cover every j <= i. Branches are joined with ``if pos[i % M == ri]``; M and T ar
 the smallest period and window the guard's tables allow, so ``#[j == i - 1] P`` rewrites to itself
 and ``#[j <= i - 2] P`` to ``#P - #[j == i] P - #[j == i - 1] P``.
 
+A predicate of one position that is not periodic but periodic from some position on (``pos[i <= 5]``,
+a guard of j alone such as ``#[j <= 2] P``) is written with counts of every position, ``#true`` being
+i + 1 (:func:`absolute_predicate`, :func:`absolute_count`): plain C-RASP besides its periodic part.
+
 The rewrite works on surface and core expressions alike (both use :mod:`rasp.ast`), so
 ``rasp check --explain`` prints a rewritten program in the source language and the compiler
 compiles the rewritten core program.
@@ -30,8 +34,8 @@ import numpy as np
 
 from . import ast as A
 from .errors import RaspError
-from .guards import (TABLE_CAP, GuardForm, analyze_relation, equality_offset, eval_relation, far_table,
-                     periodic_residues, table_cells)
+from .guards import (TABLE_CAP, GuardForm, analyze_relation, equality_offset, eval_relation, eventually_periodic,
+                     far_table, periodic_residues, position_names, table_cells)
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,85 @@ def _branch(t: RegularTable, ri: int, body: A.Expr) -> A.Expr:
     return _sum(terms)
 
 
+# ---------------------------------------------------------------------- absolute positions
+#: the longest prefix of positions an eventually periodic predicate may treat apart, and the most
+#: runs of positions where it differs from its periodic part (each run is one comparison of #true)
+ABSOLUTE_PREFIX_CAP = 1 << 20
+ABSOLUTE_RUN_CAP = 64
+
+
+def _positions_so_far() -> A.Expr:
+    return A.Count(None, A.BoolConst(True))  # #true = i + 1 (j + 1 inside a count's body)
+
+
+def absolute_predicate(rel: A.PosExpr) -> A.Expr | None:
+    """A unary relation phi(i) that is not periodic but eventually so (``i <= 5``, ``i == 0``,
+    ``i % 2 == 0 || i > 10``; :func:`rasp.guards.eventually_periodic`) as plain C-RASP with a periodic
+    part: None where it is periodic, not eventually periodic, or beyond the caps.
+
+    With phi(i) = psi(i mod M) for i >= c, take s >= c a multiple of M, the periodic part
+    ``P = pos[i % M in S]`` (S the residues where psi holds) and the positions D below s where phi
+    differs from psi, in runs [a, b]. ``#true`` is i + 1, so i in [a, b] is ``#true >= a + 1 &&
+    #true <= b + 1``, and phi = ``(inD && !P) || (!inD && P)``. Inside a count's body the same
+    expression is a predicate of the counted position j (``#true`` there is j + 1), as ``pos[...]`` is.
+    ``pos[i <= 5]`` becomes ``#true <= 6``; a guard of j alone, ``#[j <= 2] P``, becomes
+    ``#(P && #true <= 3)`` (:func:`absolute_count`)."""
+    ep = eventually_periodic(rel)
+    if ep is None or periodic_residues(rel) is not None:
+        return None
+    c, M = ep
+    start = -(-c // M) * M
+    if M > TABLE_CAP or start > ABSOLUTE_PREFIX_CAP:
+        return None
+    vals = np.broadcast_to(np.asarray(eval_relation(rel, np.arange(start + M, dtype=np.int64)), dtype=bool),
+                           (start + M,))
+    tail = vals[start:]  # residue k at index k (start is a multiple of M)
+    differ = np.flatnonzero(vals[:start] != tail[np.arange(start) % M])
+    cuts = np.flatnonzero(np.diff(differ) != 1) + 1
+    runs = [(int(r[0]), int(r[-1])) for r in np.split(differ, cuts)] if len(differ) else []
+    if len(runs) > ABSOLUTE_RUN_CAP:
+        return None
+    n = _positions_so_far
+
+    def within(a: int, b: int) -> A.Expr:
+        upper = A.Compare("<=", n(), A.IntConst(b + 1))
+        return upper if a == 0 else A.And(A.Compare(">=", n(), A.IntConst(a + 1)), upper)
+
+    in_d = A.balanced(A.Or, [within(a, b) for a, b in runs]) if runs else None
+    periodic = residue_pred(M, np.flatnonzero(tail))  # None: every residue
+    if in_d is None:
+        return periodic if periodic is not None else A.BoolConst(True)
+    if periodic is None:
+        return A.Not(in_d)
+    if periodic == A.BoolConst(False):
+        return in_d
+    return A.Or(A.And(in_d, A.Not(periodic)), A.And(A.Not(in_d), periodic))
+
+
+def _renamed(r, old: str, new: str):
+    if isinstance(r, A.PVar):
+        return A.PVar(new, span=r.span) if r.name == old else r
+    if not dataclasses.is_dataclass(r) or isinstance(r, type):
+        return r
+    changes = {f.name: _renamed(getattr(r, f.name), old, new) for f in dataclasses.fields(r)
+               if f.name != "span" and dataclasses.is_dataclass(getattr(r, f.name))}
+    return dataclasses.replace(r, **changes) if changes else r
+
+
+def absolute_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
+    """``#[rel] body`` for a relation of j alone or of i alone that :func:`absolute_predicate`
+    writes with counts (``#[j <= 2] P`` is ``#(P && #true <= 3)``; ``#[i <= 5] P`` is ``#P`` where
+    ``#true <= 6`` and 0 elsewhere), or None."""
+    names = position_names(rel)
+    if names == {"j"}:
+        pred = absolute_predicate(_renamed(rel, "j", "i"))
+        return None if pred is None else A.Count(None, A.And(body, pred))
+    if names == {"i"}:
+        pred = absolute_predicate(rel)
+        return None if pred is None else A.Cond(pred, A.Count(None, body), A.IntConst(0))
+    return None
+
+
 # ---------------------------------------------------------------------- whole programs
 def _respan(node, span):
     """Give a freshly built node (and its children without spans) the span of what it replaces."""
@@ -277,11 +360,17 @@ def rewrite_expr(e):
         pr = periodic_residues(node.rel.expr)
         if pr is not None and pr[0] == 1:
             return A.BoolConst(bool(pr[1]), span=node.span)
+        if pr is None:  # eventually periodic (pos[i <= 5]): counts of every position say it
+            new = absolute_predicate(node.rel.expr)
+            if new is not None:
+                return _respan(new, node.span)
         return node
     if isinstance(node, (A.Count, A.Exists)) and isinstance(node.guard, A.Rel):
         if local_offset(node.guard) is not None:
             return node
         new = normalize_count(node.guard.expr, node.body)
+        if new is None:
+            new = absolute_count(node.guard.expr, node.body)
         if new is None:
             return node
         if isinstance(node, A.Exists):

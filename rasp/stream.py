@@ -41,7 +41,8 @@ import numpy as np
 from . import ast as A
 from . import builtins
 from .expand import instance_key, symbol_codes
-from .guards import TABLE_CAP, GuardForm, analyze_relation, eval_function, eval_relation, far_table, table_cells
+from .guards import (TABLE_CAP, GuardForm, analyze_relation, eval_function, eval_relation, far_table,
+                     position_names, table_cells)
 from .interp import aggregate_rows, mean_is_wide
 from .typecheck import symbol_comparison
 
@@ -89,6 +90,7 @@ class _CountState:
     far: dict = field(default_factory=dict)  # regular guard: residue r -> count over j <= i - T, j = r
     table: np.ndarray | None = None  # regular guard: far table F[i mod M, j mod M]
     history: list = field(default_factory=list)  # general guard: every body value
+    one_position: str | None = None  # "j" / "i": a relation of that position alone (O(1) a step)
     at: int = -1  # the position of the last step, and its value: a node the lowering shares between
     value: np.ndarray | None = None  # several expressions is read several times per position
 
@@ -120,6 +122,16 @@ class _CountState:
                 for d in range(min(T, i + 1)):
                     if eval_relation(self.rel, i, i - d):
                         out = out + self.window[-1 - d]
+            return out >= 1 if self.exists else out
+        if self.one_position == "j":  # a relation of j alone: P where it holds, summed as it comes
+            g = bool(eval_relation(self.rel, None, i))
+            b = (body if g else np.zeros_like(body)).astype(np.int64)
+            self.total = b if self.total is None else self.total + b
+            return self.total >= 1 if self.exists else self.total
+        if self.one_position == "i":  # of i alone: every P so far, where it holds at i
+            b = body.astype(np.int64)
+            self.total = b if self.total is None else self.total + b
+            out = self.total if eval_relation(self.rel, i) else np.zeros_like(self.total)
             return out >= 1 if self.exists else out
         # general guard: the whole history
         self.history.append(body)
@@ -393,6 +405,9 @@ class Stream:
                 # as the interpreter does
                 if isinstance(form, GuardForm) and table_cells(form) <= TABLE_CAP:
                     st.form, st.table = form, far_table(rel, form)
+                else:
+                    names = position_names(rel)
+                    st.one_position = next(iter(names)) if len(names) == 1 else None
             self._counts[key] = st
         st.value, st.at = st.step(self.i, body), self.i
         return st.value

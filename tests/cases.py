@@ -125,7 +125,7 @@ ok = X == 2
 
 FIRST_FOUR = """\
 alphabet a b
-X = #[j <= 3] "a"        // not regular: depends on the absolute position j
+X = #[j <= 3] "a"        // not regular (absolute j); plain C-RASP as #("a" && #true <= 4)
 ok = X == #"a"
 """
 

@@ -114,8 +114,9 @@ ROWS = [
     Row("cr-pred-pos-even", '#import pred\n#import pos_even\nOUT = exists[pred] ("a" && pos_even)\n',
         PL, (1,), (2,)),
     # ---- outside: absolute position, non-periodic arithmetic
-    Row("abs-j-le-3", count_prog('#[j <= 3] "a"'), NONE, reasons=((TI, 2, "j <= 3"),)),
-    Row("abs-i-le-5", count_prog('#[i <= 5] "a"'), NONE, reasons=((TI, 2, "i <= 5"),)),
+    # a guard of one position against constants is plain C-RASP through #true (i + 1; j + 1 in a body)
+    Row("abs-j-le-3", count_prog('#[j <= 3] "a"'), C, (), (), depth=2),
+    Row("abs-i-le-5", count_prog('#[i <= 5] "a"'), C, (), ()),
     Row("half", count_prog('#[j == i / 2] "a"'), NONE, reasons=((TI, 2, "j == i / 2"),)),
     Row("twice-j", count_prog('#[2 * j == i] "a"'), NONE, reasons=((TI, 2, "2 * j == i"),)),
     Row("sum-le-3", count_prog('#[i + j <= 3] "a"'), NONE, reasons=((TI, 2, "i + j <= 3"),)),
@@ -126,16 +127,19 @@ ROWS = [
         reasons=((LOC, 2, "(i % 3) * (i - j)"),)),
     Row("j-times-distance", count_prog('#[j * (i - j) == 0] "a"'), NONE, reasons=((TI, 2, "j * (i - j)"),)),
     Row("pos-square-compared", bool_prog("pos[i * i > 5]"), NONE, reasons=((PER, 2, "i * i"),)),
-    Row("pos-abs", bool_prog("pos[i <= 5]"), NONE, reasons=((PER, 2, "i <= 5"),)),
-    Row("pos-abs-in-and", bool_prog('"a" && pos[i > 2]'), NONE, reasons=((PER, 2, "i > 2"),)),
-    Row("exists-abs", bool_prog('exists[j > 2] "a"'), NONE, reasons=((TI, 2, "j > 2"),)),
+    Row("pos-abs", bool_prog("pos[i <= 5]"), C, (), ()),
+    Row("pos-abs-in-and", bool_prog('"a" && pos[i > 2]'), C, (), ()),
+    Row("exists-abs", bool_prog('exists[j > 2] "a"'), C, (), ()),
+    Row("pos-eventually-periodic", bool_prog('pos[i % 2 == 0 && i > 10]'), P, (), (2,)),
+    Row("abs-both-positions", count_prog('#[j <= 3 && i >= 5] "a"'), NONE, reasons=((TI, 2, "j <= 3"),)),
     Row("mixed-atom-located", count_prog('#[i - j == 1 || j <= 3] "a"'), NONE, reasons=((TI, 2, "j <= 3"),)),
-    Row("second-line", count_prog('#[j == i - 1] "a"', 'Y = #[j < 2] "b"\n'), NONE, reasons=((TI, 3, "j < 2"),)),
-    Row("two-reasons", "alphabet a b\nX = #[j <= 3] \"a\" + #[j == i / 2] \"b\"\nOUT = pos[i >= 4] && X > 0\n",
-        NONE, reasons=((TI, 2, "j <= 3"), (TI, 2, "j == i / 2"), (PER, 3, "i >= 4"))),
-    Row("family-once", "alphabet a b c\nP[x] = #[j <= 2] Q[x] >= 1\nOUT = any(x, P[x])\n", NONE,
-        reasons=((TI, 2, "j <= 2"),)),
-    Row("nested-outside", count_prog('#[j <= 3] (#[j == i - 1] "a" >= 1)'), NONE, reasons=((TI, 2, "j <= 3"),)),
+    Row("second-line", count_prog('#[j == i - 1] "a"', 'Y = #[2 * j < i] "b"\n'), NONE, reasons=((TI, 3, "2 * j < i"),)),
+    Row("two-reasons", "alphabet a b\nX = #[2 * j <= i] \"a\" + #[j == i / 2] \"b\"\nOUT = pos[i * i >= 4] && X > 0\n",
+        NONE, reasons=((TI, 2, "2 * j <= i"), (TI, 2, "j == i / 2"), (PER, 3, "i * i"))),
+    Row("family-once", "alphabet a b c\nP[x] = #[2 * j <= i] Q[x] >= 1\nOUT = any(x, P[x])\n", NONE,
+        reasons=((TI, 2, "2 * j <= i"),)),
+    Row("nested-outside", count_prog('#[2 * j <= i] (#[j == i - 1] "a" >= 1)'), NONE,
+        reasons=((TI, 2, "2 * j <= i"),)),
     # RASP-L that computes on indices: outside RASP-L too (a RASP-L program that lowers gets the
     # lowered fragment; see test_raspl_lower.py)
     Row("rasp-l", "alphabet a b\nS = select(indices, indices, ==)\nOUT = aggregate(S, map(x -> x * 2, indices)) == 0\n",
@@ -393,7 +397,7 @@ def _write(tmp_path, name, text):
 
 def test_cli_json_keys(tmp_path, capsys):
     good = _write(tmp_path, "good.cr", count_prog('#[j <= i - 2] "a"'))
-    bad = _write(tmp_path, "bad.cr", count_prog('#[j <= 3] "a"'))
+    bad = _write(tmp_path, "bad.cr", count_prog('#[2 * j <= i] "a"'))
     assert main(["check", good, bad, "--json"]) == 0
     out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [o["program"] for o in out] == [good, bad]
@@ -405,18 +409,18 @@ def test_cli_json_keys(tmp_path, capsys):
     assert out[0]["rewritten"].splitlines()[1] == 'X = #"a" - #[j == i] "a" - #[j == i - 1] "a"'
     assert out[1]["fragment"] == "none" and out[1]["guarantee"] == "none"
     assert out[1]["reasons"] == [{
-        "line": 2, "col": 7, "end_line": 2, "end_col": 13, "condition": TI, "text": "j <= 3",
+        "line": 2, "col": 7, "end_line": 2, "end_col": 17, "condition": TI, "text": "2 * j <= i",
         "message": out[1]["reasons"][0]["message"],
     }]
     assert out[1]["counts"] == 1 and out[1]["alphabet_size"] == 2
 
 
 def test_cli_text_and_explain(tmp_path, capsys):
-    bad = _write(tmp_path, "bad.cr", count_prog('#[j <= 3] "a"'))
+    bad = _write(tmp_path, "bad.cr", count_prog('#[2 * j <= i] "a"'))
     assert main(["check", bad]) == 0
     text = capsys.readouterr().out
     assert f"{bad}:2:7: translation invariance" in text
-    assert '    X = #[j <= 3] "a"\n          ^^^^^^' in text
+    assert '    X = #[2 * j <= i] "a"\n          ^^^^^^^^^^' in text
     per = _write(tmp_path, "per.cr", count_prog('#[(i - j) % 2 == 0] "a"'))
     assert main(["check", per, "--explain"]) == 0
     text = capsys.readouterr().out
@@ -436,7 +440,7 @@ def test_cli_explain_alphabet_option_errors_once(tmp_path, capsys):
     for toks in (["a", "c", "b"], ["c", "a", "a", "b"], ["b"], ["a", "a", "b", "c"]):
         assert rasp.run(rasp.parse(proof), toks) == rasp.run(program, toks)
     dead = tmp_path / "dead.rasp"
-    dead.write_text('alphabet a b\nDEAD = #[j <= 3] "a"\nOUT = #"a" > 0\n')
+    dead.write_text('alphabet a b\nDEAD = #[2 * j <= i] "a"\nOUT = #"a" > 0\n')
     assert main(["check", str(dead), "--explain"]) == 0
     out = capsys.readouterr().out
     assert "already in normal form" not in out and "no proof of membership" in out
@@ -449,7 +453,7 @@ def test_cli_explain_alphabet_option_errors_once(tmp_path, capsys):
 
 def test_cli_require(tmp_path, capsys):
     good = _write(tmp_path, "good.cr", count_prog('#[j == i - 1] "a"'))
-    bad = _write(tmp_path, "bad.cr", count_prog('#[j <= 3] "a"'))
+    bad = _write(tmp_path, "bad.cr", count_prog('#[2 * j <= i] "a"'))
     assert main(["check", good, "--require", "guaranteed"]) == 0
     assert main(["check", good, bad, "--require", "guaranteed"]) == 1
     assert main(["check", bad, "--require", "conjectured"]) == 1
@@ -576,26 +580,36 @@ def test_branch_cap_boundaries(guard, refused):
             check(p, with_task=False)
 
 
-def test_a_position_against_a_constant_names_the_count_that_says_it():
-    """`pos[i <= 5]` and `#[j <= 2]` are outside as written, but plain C-RASP says them with `#true`
-    (i + 1): the reason's message gives that form (an audit read the bare "depends on absolute
-    position" as a claim that no C-RASP program computes them), and the form is right."""
-    import numpy as np
+def test_positions_against_constants_are_rewritten_with_counts_of_every_position():
+    """`pos[i <= 5]` and `#[j <= 2]` (a position against constants, eventually periodic) are plain
+    C-RASP written with `#true` (i + 1; j + 1 inside a count): the rewrite says them so
+    (`#true <= 6`, `#("a" && #true <= 3)`), the checker calls them C-RASP, the rewritten program
+    computes the same values, and so does the compiled model. An audit read the bare "depends on
+    absolute position" as a claim that no C-RASP program computes them. A relation of both positions
+    stays outside, and where one atom is a position against a constant its reason names the count."""
+    from rasp.printer import module_to_str
+    from rasp.rewrite import rewrite_module
 
-    v = rasp.checker.check(rasp.parse('alphabet a b\nX = #[j <= 2] "a"\nY = pos[i <= 5]\nO = X > 1 && Y\n'))
-    guard, pred = v.reasons
-    assert "#[j <= 2] P is #(P && #true <= 3)" in guard.message
-    assert "pos[i <= 5] is #true <= 6" in pred.message and "not periodic" in pred.message
-    other = rasp.checker.check(rasp.parse('alphabet a b\nZ = #[j <= i / 2] "a"\nO = Z > 0\n'))
-    assert "#true" not in other.reasons[0].message  # not a comparison with a constant
-    a = rasp.parse('alphabet a b\nX = #[j <= 2] "a"\nY = pos[i <= 5]\nO = (X > 1) == Y\n')
-    b = rasp.parse('alphabet a b\nX = #("a" && #true <= 3)\nY = #true <= 6\nO = (X > 1) == Y\n')
-    assert rasp.checker.check(b).fragment == "C-RASP"
+    src = ('alphabet a b\nX = #[j <= 2] "a"\nY = pos[i <= 5]\nZ = pos[i % 2 == 0 && i > 10]\n'
+           'W = #[i <= 3] "b"\nO = (X > 1) == Y || Z && W < 2\n')
+    p = rasp.parse(src)
+    text = module_to_str(rewrite_module(p.module))
+    assert 'X = #("a" && #true <= 3)' in text and "Y = #true <= 6" in text and 'W = #"b" if #true <= 4 else 0' in text
+    v = check(p)
+    assert v.fragment == P and v.periods == (2,) and not v.reasons
+    rw = rewritten_program(p)
+    m = __import__("compiler").compile(p)
     rng = np.random.default_rng(0)
-    for _ in range(100):
-        t = list(rng.choice(["a", "b"], size=int(rng.integers(1, 12))))
-        va, vb = a.evaluate([t]), b.evaluate([t])
-        assert all(np.array_equal(va[k], vb[k]) for k in ("X", "Y", "O")), t
+    for _ in range(60):
+        t = list(rng.choice(["a", "b"], size=int(rng.integers(1, 30))))
+        va, vb = p.evaluate([t]), rw.evaluate([t])
+        assert all(np.array_equal(va[k], vb[k]) for k in va), t
+        assert m.run(t) == p.run(t), t
+    long = list(rng.choice(["a", "b"], size=5000))
+    assert m.run(long) == p.run(long)
+    out = check(rasp.parse('alphabet a b\nX = #[j <= 2 || i - j == 1] "a"\nO = X > 1\n'))
+    assert out.fragment == NONE and "#[j <= 2] P is #(P && #true <= 3)" in out.reasons[0].message
+    assert "#true" not in check(rasp.parse('alphabet a b\nZ = #[j <= i / 2] "a"\nO = Z > 0\n')).reasons[0].message
 
 
 def test_a_nope_program_for_a_task_published_as_needing_positions_is_warned(capsys):

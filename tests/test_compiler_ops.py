@@ -291,8 +291,8 @@ def test_random_programs_agree(program, seed):
 
 # ----------------------------------------------------------------------------- out of the class
 @pytest.mark.parametrize("text, what", [
-    ('alphabet a b\nX = #[j <= 3] "a" > 1', "j <= 3"),
-    ('alphabet a b\nX = pos[i <= 5] && "a"', "pos[i <= 5]"),
+    ('alphabet a b\nX = #[2 * j <= i] "a" > 1', "2 * j <= i"),  # (#[j <= 3] is C-RASP through #true)
+    ('alphabet a b\nX = pos[i * i <= 25] && "a"', "pos[i * i <= 25]"),
     ('alphabet a b\nX = #[j == i / 2] "a" > 1', "j == i / 2"),
 ])
 def test_out_of_class_is_a_located_error(text, what):

@@ -523,7 +523,7 @@ def test_checker_clear_cut_irregular_guards():
     from rasp.checker import check
 
     p = rasp.parse('alphabet a b\nX = "a"\n')
-    for g in ["j <= 3", "j == i / 2", "2 * j == i", "j * j <= i", "i + j <= 4"]:
+    for g in ["j * j <= 3", "j == i / 2", "2 * j == i", "j * j <= i", "i + j <= 4"]:
         q = rasp.parse(f'alphabet a b\nZ = #[{g}] "a"\nX = "a"\n')
         v = check(q)
         assert v.fragment == "none" and v.reasons and v.reasons[0].line == 2, (g, v.fragment)

@@ -256,7 +256,7 @@ def test_rasp_compile_of_an_out_of_class_program_mentions_the_bound(tmp_path, ca
     from rasp.cli import main
 
     f = tmp_path / "ab.rasp"
-    f.write_text('alphabet a b\nA = #[j <= 2] "a" >= 2\n')
+    f.write_text('alphabet a b\nA = #[2 * j <= i] "a" >= 2\n')  # (#[j <= 2] is C-RASP through #true)
     assert main(["compile", str(f)]) == 2
     assert "--max-length N" in capsys.readouterr().err
     assert main(["compile", str(f), "--max-length", "5"]) == 0

@@ -158,11 +158,6 @@ MAXW = aggregate(select(indices, indices, true), W, max)
 MODE = aggregate(select(W, MAXW, ==), tokens, max)
 ok = MODE == 0
 """, (3, 8)),
-    "position-vs-token": ("""\
-alphabet 0 1 2 3
-AT = aggregate(select(indices, tokens, ==), tokens, max, -1)
-ok = AT == 2
-""", (2, 16)),
     "count-of-neighbour": ("""\
 alphabet a b
 W = selector_width(select(tokens, tokens, ==))
@@ -205,7 +200,7 @@ ok = #[j * j <= 3] "a" == W
 alphabet a b
 PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, -1)
 X = #[j * j <= 3] "a"
-OUT = PREV == 0 && X >= 1 && pos[i % 2 == 0 && i < 5]
+OUT = PREV == 0 && X >= 1 && pos[i % 2 == 0 && i * i < 25]
 """, [(3, 7, "translation invariance"), (4, 48, "periodicity")],
         [(3, 5, "RASP-L: indices"), (4, 30, "RASP-L: indices")]),
     "index-scaled-select": ("""\
@@ -469,7 +464,7 @@ def test_a_relation_too_large_from_a_select_is_located():
 def test_a_lowered_program_outside_names_the_guard_not_the_primitives():
     """Lowered, but a guard RASP-L takes as one select comparison is outside C-RASP: the reason is the
     guard (the selector_width that lowered fine was listed first)."""
-    p = rasp.parse('alphabet a b\nW = selector_width(select(tokens, tokens, ==))\nok = #[j <= 3] "a" >= 1 && W > 2\n')
+    p = rasp.parse('alphabet a b\nW = selector_width(select(tokens, tokens, ==))\nok = #[2 * j <= i] "a" >= 1 && W > 2\n')
     v = verdict_for_raspl(p)
     assert [(r.line, r.condition) for r in v.reasons] == [(3, "translation invariance")]
 
@@ -508,3 +503,19 @@ def test_lowered_generator_with_shared_nodes_keeps_counting_once_per_token():
     for prompt in (["b"], ["a", "b"], ["c", "<s>"]):
         assert low.run(prompt, max_new=12) == p.run(prompt, max_new=12), prompt
     assert p.run(["b"], max_new=7) == ["b"] * 7
+
+
+def test_positions_against_finite_values_lower_through_counts_of_every_position():
+    """select(indices, q, op) with q finite (a constant, a token code) is the relation j op v for each
+    value v: a guard of j alone, which plain C-RASP says with #true (rasp.rewrite.absolute_count).
+    "The first token" and "the token at the position named by the current token" lower to C-RASP
+    (they were RASP-L, conjectured), and the lowered program computes the same values."""
+    first = rasp.parse('alphabet a b\nF = aggregate(select(indices, full(0), ==), tokens, max, -1)\nO = F == 0\n')
+    at = rasp.parse('alphabet 0 1 2 3\nAT = aggregate(select(indices, tokens, ==), tokens, max, -1)\nok = AT == 2\n')
+    early = rasp.parse('alphabet a b\nE = selector_width(select(indices, full(3), <))\nok = E > 2\n')
+    rng = np.random.default_rng(3)
+    for p in (first, at, early):
+        v = verdict_for_raspl(p)
+        assert v.fragment == "C-RASP" and v.guarantee == "guaranteed", [r.message for r in v.reasons]
+        low = lower(p)
+        assert_same(p, low, _random_inputs(p, rng, 40, 30))
