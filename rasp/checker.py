@@ -68,7 +68,7 @@ from .errors import RaspError, Span, caret_lines, source_lines
 from .guards import NotRegular, analyze_relation, periodic_residues
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
-from .rewrite import absolute_count, absolute_predicate, local_offset, rewrite_core, rewrite_module
+from .rewrite import absolute_count, absolute_predicate, local_offset, past_absolute_limits, rewrite_core, rewrite_module
 
 #: every fragment a verdict can name, from the strongest guarantee to none
 FRAGMENTS: tuple[str, ...] = (
@@ -308,15 +308,17 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
     span = form.span or rel.span or fallback
     culprit = _find_at(rel.expr, form.span)
     text = _text(culprit) if culprit is not None else _text(rel.expr)
+    limits = ("; this one is past the rewrite's limits (at most 2^20 positions before its periodic part, "
+              "at most 64 runs of positions set apart)" if past_absolute_limits(rel.expr) else "")
     if unary:
         condition = "periodicity"
         hint = form.message.partition("; ")[2]  # the count that says it, for a comparison with a constant
         why = ("depends on the absolute position i, so it is not periodic" + (f"; {hint}" if hint else "")
                if form.condition == "translation invariance" else form.message)
-        message = f"in a positional predicate, {text!r} {why}; Theorem 7 needs {CONDITIONS[condition]}"
+        message = f"in a positional predicate, {text!r} {why}{limits}; Theorem 7 needs {CONDITIONS[condition]}"
     else:
         condition = form.condition
-        message = f"in a guard, {text!r} {form.message}; Theorem 7 needs {CONDITIONS[condition]}"
+        message = f"in a guard, {text!r} {form.message}{limits}; Theorem 7 needs {CONDITIONS[condition]}"
     return Reason(condition, message, span, text)
 
 

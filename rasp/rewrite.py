@@ -276,6 +276,17 @@ def _renamed(r, old: str, new: str):
     return dataclasses.replace(r, **changes) if changes else r
 
 
+def past_absolute_limits(rel: A.PosExpr) -> bool:
+    """Whether ``rel`` is a relation of one position, periodic from some position on, that
+    :func:`absolute_predicate` does not write only because of its caps (``pos[i <= 1048576]``)."""
+    names = position_names(rel)
+    if len(names) != 1:
+        return False
+    unary = _renamed(rel, "j", "i") if names == {"j"} else rel
+    return (eventually_periodic(unary) is not None and periodic_residues(unary) is None
+            and absolute_predicate(unary) is None)
+
+
 def absolute_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     """``#[rel] body`` for a relation of j alone or of i alone that :func:`absolute_predicate`
     writes with counts (``#[j <= 2] P`` is ``#(P && #true <= 3)``; ``#[i <= 5] P`` is ``#P`` where

@@ -621,3 +621,18 @@ def test_a_nope_program_for_a_task_published_as_needing_positions_is_warned(caps
     ok = check(rasp.load(str(Path(__file__).resolve().parent.parent / "programs" / "aa_star.rasp")),
                task=tasks.get("aa_star"))
     assert ok.fragment == "C-RASP[periodic]" and "WARNING" not in render(ok)
+
+
+def test_predicates_past_the_rewrites_limits_say_so():
+    """A predicate of one position the rewrite could write but for its caps (2^20 positions before the
+    periodic part, 64 runs) is outside with a reason that says so (a check of the feature found the
+    bare hint "is plain C-RASP written with counts" beside a verdict of none)."""
+    for src, ok in (("ok = pos[i <= 1048575]", True), ("ok = pos[i <= 1048576]", False),
+                    ("ok = pos[i > 100]", True), ("ok = pos[i % 2 == 0 || i > 200]", False),
+                    ('ok = #[j <= 2000000] "a" > 0', False)):
+        v = check(rasp.parse(f"alphabet a b\n{src}\n"))
+        assert v.in_class == ok, src
+        if not ok:
+            assert "past the rewrite's limits (at most 2^20 positions" in v.reasons[0].message, src
+    v = check(rasp.parse("alphabet a b\nok = pos[i * i <= 30]\n"))
+    assert not v.in_class and "past the rewrite's limits" not in v.reasons[0].message
