@@ -160,6 +160,14 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     d = equality_offset(rel)
     if d is not None:  # one local count, however large d is (what the tables would give)
         return A.Count(local_guard(d), body)
+    form = analyze_relation(rel)
+    if isinstance(form, GuardForm) and table_cells(form) > TABLE_CAP and position_names(rel) == {"j"}:
+        # a periodic relation of j alone is a predicate of the counted position: #(P && pos[...]) needs
+        # M entries where the tables need M x M (#[j % 2310 == 1] was refused as too large)
+        pr = periodic_residues(_renamed(rel, "j", "i"))
+        if pr is not None:
+            pred = residue_pred(*pr)
+            return A.Count(None, body if pred is None else A.And(body, pred))
     t = regular_table(rel)
     if t is None:
         return None

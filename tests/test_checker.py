@@ -636,3 +636,21 @@ def test_predicates_past_the_rewrites_limits_say_so():
             assert "past the rewrite's limits (at most 2^20 positions" in v.reasons[0].message, src
     v = check(rasp.parse("alphabet a b\nok = pos[i * i <= 30]\n"))
     assert not v.in_class and "past the rewrite's limits" not in v.reasons[0].message
+
+
+def test_a_periodic_guard_of_j_alone_past_the_table_cap_is_a_body_predicate():
+    """`#[j % 2310 == 1] P` needs 2310 x 2310 table entries in the normal form (refused as too large)
+    but is `#(P && pos[i % 2310 == 1])`: M entries (a check of the feature found `... || j == 3`
+    accepted and the plain form refused)."""
+    import compiler
+
+    p = rasp.parse('alphabet a b\nX = #[j % 2310 == 1] "a"\nok = X > 0\n')
+    v = check(p)
+    assert v.fragment == P and v.periods == (2310,)
+    assert "X = #(\"a\" && pos[i % 2310 == 1])" in rewritten_program(p).source
+    m = compiler.compile(p)
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 2311, 2312, 5000):
+        t = list(rng.choice(["a", "b"], size=n))
+        t[1 % n] = "a"
+        assert m.run(t) == p.run(t), n
