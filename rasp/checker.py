@@ -310,15 +310,15 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
     text = _text(culprit) if culprit is not None else _text(rel.expr)
     limits = ("; this one is past the rewrite's limits (at most 2^20 positions before its periodic part, "
               "at most 64 runs of positions set apart)" if past_absolute_limits(rel.expr) else "")
+    hint = f"; {form.hint}" if form.hint else ""  # the count that says it, for a position against a constant
     if unary:
         condition = "periodicity"
-        hint = form.message.partition("; ")[2]  # the count that says it, for a comparison with a constant
-        why = ("depends on the absolute position i, so it is not periodic" + (f"; {hint}" if hint else "")
+        why = ("depends on the absolute position i, so it is not periodic"
                if form.condition == "translation invariance" else form.message)
-        message = f"in a positional predicate, {text!r} {why}{limits}; Theorem 7 needs {CONDITIONS[condition]}"
+        message = f"in a positional predicate, {text!r} {why}{hint}{limits}; Theorem 7 needs {CONDITIONS[condition]}"
     else:
         condition = form.condition
-        message = f"in a guard, {text!r} {form.message}{limits}; Theorem 7 needs {CONDITIONS[condition]}"
+        message = f"in a guard, {text!r} {form.message}{hint}{limits}; Theorem 7 needs {CONDITIONS[condition]}"
     return Reason(condition, message, span, text)
 
 

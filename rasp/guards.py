@@ -51,6 +51,7 @@ class NotRegular:
     condition: str  # "translation invariance" | "periodicity" | "locality"
     message: str
     span: Span | None
+    hint: str = ""  # how to say it otherwise, where the analysis knows (a position against a constant)
 
 
 @dataclass(frozen=True)
@@ -112,9 +113,9 @@ def _const(v) -> _Term:
 
 
 class _NotRegular(Exception):
-    def __init__(self, condition: str, message: str, span: Span | None) -> None:
+    def __init__(self, condition: str, message: str, span: Span | None, hint: str = "") -> None:
         super().__init__(message)
-        self.info = NotRegular(condition, message, span)
+        self.info = NotRegular(condition, message, span, hint)
 
 
 def _term(r) -> _Term:
@@ -209,13 +210,13 @@ def _formula(r) -> GuardForm:
             what = "the counted position j" if a == 0 else "the current position i" if b == 0 else "i and j"
             hint = ""
             if (a == 0 or b == 0) and lo == hi:  # one position against a constant: a count says it
-                hint = ("; a position compared with a constant is plain C-RASP written with counts: "
+                hint = ("a position compared with a constant is plain C-RASP written with counts: "
                         + ("pos[i <= 5] is #true <= 6 (#true counts the positions up to i)" if b == 0 else
                            "#[j <= 2] P is #(P && #true <= 3) (#true inside the count is j + 1)"))
-            return _raise(
+            raise _NotRegular(
                 "translation invariance",
-                f"compares {what} with a bound that does not move with i - j: depends on absolute position{hint}",
-                r.span,
+                f"compares {what} with a bound that does not move with i - j: depends on absolute position",
+                r.span, hint,
             )
         bound = -(c + lo) / a if a > 0 else (c + hi) / (-a)
         window = max(0, math.floor(bound) + 1)
@@ -277,10 +278,6 @@ def _constant_on_domain(op: str, a, b, c, lo, hi) -> bool | None:
     else:
         return None
     return table[op]
-
-
-def _raise(condition, message, span):
-    raise _NotRegular(condition, message, span)
 
 
 def analyze_relation(rel: A.PosExpr) -> GuardForm | NotRegular:
@@ -359,12 +356,11 @@ def eval_function(rel: A.PosExpr, env: dict):
     raise TypeError(f"not a relation: {rel!r}")
 
 
-@functools.lru_cache(maxsize=4096)
-def position_names(r) -> set[str]:
+def position_names(r) -> frozenset[str]:
     """The position variables (``i``, ``j``) a relation mentions."""
     if isinstance(r, A.PVar):
-        return {r.name}
-    out: set[str] = set()
+        return frozenset((r.name,))
+    out: frozenset[str] = frozenset()
     if is_dataclass(r) and not isinstance(r, type):
         for f in fields(r):
             v = getattr(r, f.name)
@@ -410,6 +406,7 @@ def _eventual(r) -> tuple[int, int]:
     raise _NotRegular("periodicity", "not analysed", getattr(r, "span", None))
 
 
+@functools.lru_cache(maxsize=4096)
 def periodic_residues(rel: A.PosExpr) -> tuple[int, frozenset] | None:
     """(M, residues) with minimal period M for a periodic unary relation (a ``pos[...]``: a function
     of i alone), or None when it is not periodic: M evaluations, not an M x M table (cached: a

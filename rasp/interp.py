@@ -185,7 +185,8 @@ def _eval(e, env: _Env) -> np.ndarray:
 SELECT_CHUNK = 256
 #: ... and the most (batch x query x key) cells: a chunk's mask is a bool per cell, and an aggregate
 #: makes int64 copies of it (about 17 bytes per cell in all: 70 MB at this size), so the chunk
-#: narrows as the batch grows (300 inputs of 1,000 tokens took 680 MB with 256 queries per chunk)
+#: narrows as the batch grows (raspl_mode on 300 inputs of 1,000 tokens: 1.43 GB peak with 256
+#: queries per chunk, 171 MB now)
 SELECT_CELLS = 1 << 22
 
 

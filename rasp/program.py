@@ -137,7 +137,7 @@ class Program:
         seqs = self.encode_batch(inputs)
         out: list = [None] * len(seqs)
         # inputs of similar lengths together: a batch is padded to its longest input, and one line of
-        # 100,000 tokens among 200 short ones made 200 rows of 100,000 positions (718 MB for dyck1)
+        # 100,000 tokens among 200 short ones made 200 rows of 100,000 positions (695 MB for dyck1)
         for rows in length_groups([len(s) for s in seqs], BATCH_BYTES // max(1, self._reevaluate_bytes)):
             for r, o in zip(rows, self._run_ids([seqs[r] for r in rows], max_new)):
                 out[r] = o
@@ -176,7 +176,7 @@ class Program:
             return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
         n = max((len(s) for s in seqs), default=0)
         # a re-evaluation holds every core definition at every position: where that would not fit in
-        # half the free memory (uf over 150 symbols: 23 KB per prompt token), stream from the start
+        # half the free memory (uf over 150 symbols: 22,952 bools, 23 KB per prompt token), stream from the start
         # (its memory does not grow with the prompt, but for RASP-L selects' keys)
         if self._reevaluate_bytes * n * len(seqs) > free_host_bytes() // 2:
             return self._ids_to_symbols(stream.generate(self, seqs, limits))

@@ -161,10 +161,11 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     if d is not None:  # one local count, however large d is (what the tables would give)
         return A.Count(local_guard(d), body)
     form = analyze_relation(rel)
-    if isinstance(form, GuardForm) and table_cells(form) > TABLE_CAP and position_names(rel) == {"j"}:
+    one = one_position(rel)
+    if isinstance(form, GuardForm) and table_cells(form) > TABLE_CAP and one is not None and one[0] == "j":
         # a periodic relation of j alone is a predicate of the counted position: #(P && pos[...]) needs
         # M entries where the tables need M x M (#[j % 2310 == 1] was refused as too large)
-        pr = periodic_residues(_renamed(rel, "j", "i"))
+        pr = periodic_residues(one[1])
         if pr is not None:
             pred = residue_pred(*pr)
             return A.Count(None, body if pred is None else A.And(body, pred))
@@ -284,29 +285,38 @@ def _renamed(r, old: str, new: str):
     return dataclasses.replace(r, **changes) if changes else r
 
 
+def one_position(rel: A.PosExpr) -> tuple[str, A.PosExpr] | None:
+    """``(name, phi)`` for a relation of one position, ``name`` "j" or "i", with phi the same
+    relation as a function of i (j renamed), the form :func:`absolute_predicate` and
+    ``periodic_residues`` read; None for a relation of both positions or of none."""
+    names = position_names(rel)
+    if len(names) != 1:
+        return None
+    name = next(iter(names))
+    return name, (_renamed(rel, "j", "i") if name == "j" else rel)
+
+
 def past_absolute_limits(rel: A.PosExpr) -> bool:
     """Whether ``rel`` is a relation of one position, periodic from some position on, that
     :func:`absolute_predicate` does not write only because of its caps (``pos[i <= 1048576]``)."""
-    names = position_names(rel)
-    if len(names) != 1:
+    one = one_position(rel)
+    if one is None:
         return False
-    unary = _renamed(rel, "j", "i") if names == {"j"} else rel
-    return (eventually_periodic(unary) is not None and periodic_residues(unary) is None
-            and absolute_predicate(unary) is None)
+    phi = one[1]
+    return eventually_periodic(phi) is not None and periodic_residues(phi) is None and absolute_predicate(phi) is None
 
 
 def absolute_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     """``#[rel] body`` for a relation of j alone or of i alone that :func:`absolute_predicate`
     writes with counts (``#[j <= 2] P`` is ``#(P && #true <= 3)``; ``#[i <= 5] P`` is ``#P`` where
     ``#true <= 6`` and 0 elsewhere), or None."""
-    names = position_names(rel)
-    if names == {"j"}:
-        pred = absolute_predicate(_renamed(rel, "j", "i"))
-        return None if pred is None else A.Count(None, A.And(body, pred))
-    if names == {"i"}:
-        pred = absolute_predicate(rel)
-        return None if pred is None else A.Cond(pred, A.Count(None, body), A.IntConst(0))
-    return None
+    one = one_position(rel)
+    pred = None if one is None else absolute_predicate(one[1])
+    if pred is None:
+        return None
+    if one[0] == "j":  # a predicate of the counted position, inside the count
+        return A.Count(None, A.And(body, pred))
+    return A.Cond(pred, A.Count(None, body), A.IntConst(0))  # of the current position: outside it
 
 
 # ---------------------------------------------------------------------- whole programs

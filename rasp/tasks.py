@@ -272,13 +272,12 @@ def _float_index(rng: np.random.Generator, weights: Sequence[float]) -> int:
     if not total > 0:
         raise ValueError("no choice has positive weight")
     u = rng.random() * total
-    last = max(k for k, w in enumerate(weights) if w > 0)  # rounding may leave u past every boundary
     acc = 0.0
     for k, w in enumerate(weights):
         acc += w
         if u < acc and w > 0:
             return k
-    return last
+    return max(k for k, w in enumerate(weights) if w > 0)  # rounding left u past every boundary
 
 
 # ============================================================================ seed: retrieval
@@ -838,7 +837,7 @@ class BooleanExpressions(Language):
     def _cycle_member(self, rng, n: int) -> list[str]:
         """A uniform member of length n without the O(n^2)-entry count table, by the cycle lemma.
 
-        Give token t the step ``arity(t) - 1`` (operands -1, operators 0 .. n - 1): a member is a
+        Give token t the step ``arity(t) - 1`` (operands -1, an operator of arity a: a - 1): a member is a
         sequence of total -1 whose proper prefixes all sum to 0 or more. Every sequence of total -1
         has exactly one rotation that is a member (the cycle lemma: start right after the first
         prefix that reaches the minimum; steps are at least -1), and the n rotations of the n-token

@@ -244,7 +244,8 @@ def train_and_save(task, cfg, preset: str, args, out: Path) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from ..learn.report import PAPER_TRAIN_MAX, fmt, published_approximate, published_bins, published_from_sweep
+    from ..learn.report import (PAPER_TRAIN_MAX, fmt, published_approximate, published_bins, published_fmt,
+                                published_from_sweep)
     from ..learn.scores import top_heads
     c = result["config"]
     print(f"{result['task']} ({result['kind']}): {c['layers']} layers / {c['heads']} heads / {c['dim']} dims, "
@@ -272,10 +273,10 @@ def print_result(result: dict) -> None:
     which = "all seeds, none successful" if result["all_failed"] else f"{result['n_successful']} successful seeds"
     print(f"  mean ({which}): {mean}")
     if pub:
-        approx = "~" if published_approximate(result["task"], c["positional"]) else ""  # theory.md's "~100"
+        approx = published_approximate(result["task"], c["positional"])  # theory.md's "~100"
         sweep = " (the best of Huang et al.'s sweep; this run trained one configuration)" \
             if published_from_sweep(result["task"]) else ""
-        print("  published: " + "  ".join(f"{lab} {approx if a is not None else ''}{fmt(a)}"
+        print("  published: " + "  ".join(f"{lab} {published_fmt(a, approx)}"
                                           for lab, a in zip(result["bin_labels"], pub)) + sweep)
     elif published_bins(result, c["positional"], any_setting=True):  # figures, but for another setting
         print("  published: not shown (the papers trained over the task's own alphabet on lengths up to "

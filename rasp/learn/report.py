@@ -119,10 +119,15 @@ def report_rows(results: list[dict], tasks: dict | None = None) -> list[dict]:
     return sorted(rows, key=lambda x: order[x["in_class"]])
 
 
+def published_fmt(v, approximate: bool) -> str:
+    """A published figure: ``fmt``, with ``~`` where theory.md gives it only roughly."""
+    return ("~" if approximate and v is not None else "") + fmt(v)
+
+
 def _bins_cell(vals, n, approximate: bool = False) -> str:
     if vals is None:
         return " / ".join(["n/a"] * n)
-    return " / ".join(("~" if approximate and v is not None else "") + fmt(v) for v in vals)
+    return " / ".join(published_fmt(v, approximate) for v in vals)
 
 
 def published_approximate(task_name: str, positional: str) -> bool:
