@@ -39,9 +39,16 @@ program's depth is the maximum over all its definitions. Positional predicates a
 nothing. **counts** is the number of counting operations (count nodes) in the rewritten core
 program, after families are expanded.
 
-**Outside.** A relation that depends on absolute position (``j <= 3``, ``j == i / 2``), multiplies
-positions (``j * j == i``), or a ``pos[...]`` that is not periodic (``pos[i <= 5]``) puts the program
-outside every fragment: each such atom becomes a :class:`Reason` with its exact source span and the
+**Absolute positions.** A comparison of one position with constants that is periodic from some
+position on is plain C-RASP written with ``#true`` (:func:`rasp.rewrite.absolute_predicate`):
+``pos[i <= 5]`` is ``#true <= 6``, ``#[j <= 2] P`` is ``#(P && #true <= 3)``, and such comparisons
+inside a guard of both positions split off it (:func:`rasp.rewrite.split_count`: ``#[j > 0 && j < i] P``
+is ``#[j < i] (P && !(#true <= 1))``).
+
+**Outside.** A relation that depends on absolute position in any other way (``j == i / 2``,
+``i + j >= 7``), multiplies positions (``j * j == i``), or a ``pos[...]`` that is neither periodic nor
+periodic from some position on (``pos[i * i == 25]``; ``pos[i <= 5]`` is inside) puts the
+program outside every fragment: each such atom becomes a :class:`Reason` with its exact source span and the
 condition of the theorem that fails (``translation invariance``, ``locality``, ``periodicity``).
 Operations that are not C-RASP at all (the RASP-L primitives ``select``, ``aggregate``, ``map``...)
 are reasons with condition ``C-RASP operations``.
@@ -68,7 +75,8 @@ from .errors import RaspError, Span, caret_lines, source_lines
 from .guards import NotRegular, analyze_relation, periodic_residues
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
-from .rewrite import absolute_count, absolute_predicate, local_offset, past_absolute_limits, rewrite_core, rewrite_module
+from .rewrite import (SPLIT_ATOM_CAP, absolute_atoms, absolute_count, absolute_predicate, local_offset,
+                      past_absolute_limits, rewrite_core, rewrite_module)
 
 #: every fragment a verdict can name, from the strongest guarantee to none
 FRAGMENTS: tuple[str, ...] = (
@@ -305,11 +313,19 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
     # with counts of every position (rasp.rewrite.absolute_predicate): plain C-RASP
     if (absolute_predicate(rel.expr) if unary else absolute_count(rel.expr, A.BoolConst(True))) is not None:
         return None
+    limits = ("; this one is past the rewrite's limits (at most 2^20 positions before its periodic part, "
+              "at most 64 runs of positions set apart)" if past_absolute_limits(rel.expr) else "")
+    atoms = [] if unary else absolute_atoms(rel.expr)
+    if len(atoms) > SPLIT_ATOM_CAP:
+        limits = (f"; this guard has {len(atoms)} comparisons of one position that the rewrite would split "
+                  f"off (at most {SPLIT_ATOM_CAP})")
+    elif atoms:  # they split off (rasp.rewrite.split_count): the reason is in the rest
+        rest = _first_irregular(rel.expr, atoms)
+        if rest is not None:
+            form = rest
     span = form.span or rel.span or fallback
     culprit = _find_at(rel.expr, form.span)
     text = _text(culprit) if culprit is not None else _text(rel.expr)
-    limits = ("; this one is past the rewrite's limits (at most 2^20 positions before its periodic part, "
-              "at most 64 runs of positions set apart)" if past_absolute_limits(rel.expr) else "")
     hint = f"; {form.hint}" if form.hint else ""  # the count that says it, for a position against a constant
     if unary:
         condition = "periodicity"
@@ -320,6 +336,19 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
         condition = form.condition
         message = f"in a guard, {text!r} {form.message}{hint}{limits}; Theorem 7 needs {CONDITIONS[condition]}"
     return Reason(condition, message, span, text)
+
+
+def _first_irregular(rel, atoms: list) -> NotRegular | None:
+    """Why the first part of a relation under ``&&``, ``||`` and ``!``, other than its absolute atoms,
+    is not regular alone (None when each is: the parts may still fail together)."""
+    if rel in atoms:
+        return None
+    if isinstance(rel, (A.PAnd, A.POr)):
+        return _first_irregular(rel.left, atoms) or _first_irregular(rel.right, atoms)
+    if isinstance(rel, A.PNot):
+        return _first_irregular(rel.operand, atoms)
+    form = analyze_relation(rel)
+    return form if isinstance(form, NotRegular) else None
 
 
 def _find_at(rel, span):

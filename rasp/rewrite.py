@@ -19,6 +19,8 @@ and ``#[j <= i - 2] P`` to ``#P - #[j == i] P - #[j == i - 1] P``.
 A predicate of one position that is not periodic but periodic from some position on (``pos[i <= 5]``,
 a guard of j alone such as ``#[j <= 2] P``) is written with counts of every position, ``#true`` being
 i + 1 (:func:`absolute_predicate`, :func:`absolute_count`): plain C-RASP besides its periodic part.
+Such comparisons of one position also split off a guard of both positions (:func:`split_count`:
+``#[j > 0 && j < i] P`` is ``#[j < i] (P && !(#true <= 1))``), whose rest is then rewritten as above.
 
 The rewrite works on surface and core expressions alike (both use :mod:`rasp.ast`), so
 ``rasp check --explain`` prints a rewritten program in the source language and the compiler
@@ -309,14 +311,104 @@ def past_absolute_limits(rel: A.PosExpr) -> bool:
 def absolute_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     """``#[rel] body`` for a relation of j alone or of i alone that :func:`absolute_predicate`
     writes with counts (``#[j <= 2] P`` is ``#(P && #true <= 3)``; ``#[i <= 5] P`` is ``#P`` where
-    ``#true <= 6`` and 0 elsewhere), or None."""
+    ``#true <= 6`` and 0 elsewhere), or for a relation whose absolute atoms split off
+    (:func:`split_count`: ``#[j > 0 && j < i] P``), or None."""
     one = one_position(rel)
     pred = None if one is None else absolute_predicate(one[1])
     if pred is None:
-        return None
+        return split_count(rel, body)
     if one[0] == "j":  # a predicate of the counted position, inside the count
         return A.Count(None, A.And(body, pred))
     return A.Cond(pred, A.Count(None, body), A.IntConst(0))  # of the current position: outside it
+
+
+#: the most absolute atoms :func:`split_count` splits off one guard (each may double its normal form)
+SPLIT_ATOM_CAP = 6
+
+
+def absolute_atoms(rel: A.PosExpr) -> list[A.PosExpr]:
+    """The absolute atoms of a relation, those of i first, then those of j, each in source order: the
+    largest parts under ``&&``, ``||`` and ``!`` that mention one position only and that
+    :func:`absolute_predicate` writes with counts (eventually periodic, not periodic: ``j > 0``,
+    ``i >= 5``, ``j <= 3 || j % 2 == 0``). Periodic parts (``j % 2 == 0``) are not atoms: the
+    normal form's tables take them as they are."""
+    found: list = []
+
+    def visit(r) -> None:
+        one = one_position(r)
+        if one is not None and absolute_predicate(one[1]) is not None:
+            if r not in found:
+                found.append(r)
+            return
+        if isinstance(r, (A.PAnd, A.POr)):
+            visit(r.left)
+            visit(r.right)
+        elif isinstance(r, A.PNot):
+            visit(r.operand)
+
+    visit(rel)
+    return sorted(found, key=lambda r: position_names(r) != {"i"})  # stable: source order within
+
+
+def _substituted(r, atom, value: bool):
+    """``r`` with every occurrence of ``atom`` replaced by ``value`` and the constants folded through
+    ``&&``, ``||`` and ``!`` (atoms compare by structure: spans are not compared)."""
+    if r == atom:
+        return A.PBool(value)
+    if isinstance(r, A.PNot):
+        x = _substituted(r.operand, atom, value)
+        return A.PBool(not x.value) if isinstance(x, A.PBool) else A.PNot(x, span=r.span)
+    if isinstance(r, (A.PAnd, A.POr)):
+        x, y = _substituted(r.left, atom, value), _substituted(r.right, atom, value)
+        absorbing = isinstance(r, A.POr)  # true absorbs an or, false an and
+        for a, b in ((x, y), (y, x)):
+            if isinstance(a, A.PBool):
+                return a if a.value == absorbing else b
+        return type(r)(x, y, span=r.span)
+    return r
+
+
+def split_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
+    """``#[rel] body`` with the absolute atoms of ``rel`` (:func:`absolute_atoms`) split off and the
+    rest in normal form (:func:`normalize_count`), or None when there are none, more than
+    :data:`SPLIT_ATOM_CAP`, or a rest that is not regular.
+
+    Shannon's expansion on one atom a at a time: ``g = (a && g[a := true]) || (!a && g[a := false])``,
+    the two disjuncts exclusive. An atom of i is a condition on the current position, outside the count:
+    ``#[g] P = #[g[a := true]] P if A else #[g[a := false]] P`` with A = absolute_predicate(a). An atom
+    of j is a condition on the counted position, inside it: ``#[g] P = #[g[a := true]] (P && A) +
+    #[g[a := false]] (P && !A)``, A written with ``#true`` being j + 1 there (as ``pos[...]`` is read at
+    j inside a count's body). A rest that is constant is ``#P`` or 0. So ``#[j > 0 && j < i] P`` (the
+    positions before i but the first) is ``#[j < i] (P && !(#true <= 1))``."""
+    atoms = absolute_atoms(rel)
+    if not atoms or len(atoms) > SPLIT_ATOM_CAP:
+        return None
+    return _split(rel, body, atoms)
+
+
+def _split(rel, body: A.Expr, atoms: list) -> A.Expr | None:
+    if isinstance(rel, A.PBool):
+        return A.Count(None, body) if rel.value else A.IntConst(0)
+    for k, atom in enumerate(atoms):
+        yes = _substituted(rel, atom, True)
+        if yes != rel:  # the atom occurs in rel
+            break
+    else:
+        return normalize_count(rel, body)
+    no = _substituted(rel, atom, False)
+    name, phi = one_position(atom)
+    pred, rest = absolute_predicate(phi), atoms[k + 1:]
+    if name == "i":
+        then, other = _split(yes, body, rest), _split(no, body, rest)
+        if then is None or other is None:
+            return None
+        return then if then == other else A.Cond(pred, then, other)
+    then, other = _split(yes, A.And(body, pred), rest), _split(no, A.And(body, A.Not(pred)), rest)
+    if then is None or other is None:
+        return None
+    if other == A.IntConst(0):
+        return then
+    return other if then == A.IntConst(0) else A.Add(then, other)
 
 
 # ---------------------------------------------------------------------- whole programs

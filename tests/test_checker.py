@@ -131,8 +131,10 @@ ROWS = [
     Row("pos-abs-in-and", bool_prog('"a" && pos[i > 2]'), C, (), ()),
     Row("exists-abs", bool_prog('exists[j > 2] "a"'), C, (), ()),
     Row("pos-eventually-periodic", bool_prog('pos[i % 2 == 0 && i > 10]'), P, (), (2,)),
-    Row("abs-both-positions", count_prog('#[j <= 3 && i >= 5] "a"'), NONE, reasons=((TI, 2, "j <= 3"),)),
-    Row("mixed-atom-located", count_prog('#[i - j == 1 || j <= 3] "a"'), NONE, reasons=((TI, 2, "j <= 3"),)),
+    Row("abs-both-positions", count_prog('#[j <= 3 && i >= 5] "a"'), C, (), (), depth=2),  # split_count
+    Row("abs-split-rest-outside", count_prog('#[j <= 3 && 2 * j <= i] "a"'), NONE, reasons=((TI, 2, "2 * j <= i"),)),
+    Row("mixed-atom-located", count_prog('#[i - j == 1 || j == i / 2] "a"'), NONE, reasons=((TI, 2, "j == i / 2"),)),
+    Row("abs-split-local", count_prog('#[i - j == 1 || j <= 3] "a"'), L, (1,), (), depth=2),
     Row("second-line", count_prog('#[j == i - 1] "a"', 'Y = #[2 * j < i] "b"\n'), NONE, reasons=((TI, 3, "2 * j < i"),)),
     Row("two-reasons", "alphabet a b\nX = #[2 * j <= i] \"a\" + #[j == i / 2] \"b\"\nOUT = pos[i * i >= 4] && X > 0\n",
         NONE, reasons=((TI, 2, "2 * j <= i"), (TI, 2, "j == i / 2"), (PER, 3, "i * i"))),
@@ -586,7 +588,8 @@ def test_positions_against_constants_are_rewritten_with_counts_of_every_position
     (`#true <= 6`, `#("a" && #true <= 3)`), the checker calls them C-RASP, the rewritten program
     computes the same values, and so does the compiled model. An audit read the bare "depends on
     absolute position" as a claim that no C-RASP program computes them. A relation of both positions
-    stays outside, and where one atom is a position against a constant its reason names the count."""
+    whose rest is not regular stays outside with the rest's reason, and an atom of a position against a
+    constant past the rewrite's limits names the count."""
     from rasp.printer import module_to_str
     from rasp.rewrite import rewrite_module
 
@@ -607,7 +610,9 @@ def test_positions_against_constants_are_rewritten_with_counts_of_every_position
         assert m.run(t) == p.run(t), t
     long = list(rng.choice(["a", "b"], size=5000))
     assert m.run(long) == p.run(long)
-    out = check(rasp.parse('alphabet a b\nX = #[j <= 2 || i - j == 1] "a"\nO = X > 1\n'))
+    out = check(rasp.parse('alphabet a b\nX = #[j <= 2 || i * j == 1] "a"\nO = X > 1\n'))
+    assert out.fragment == NONE and out.reasons[0].text == "i * j"  # the product, not j <= 2
+    out = check(rasp.parse('alphabet a b\nX = #[j <= 2000000 || i - j == 1] "a"\nO = X > 1\n'))
     assert out.fragment == NONE and "#[j <= 2] P is #(P && #true <= 3)" in out.reasons[0].message
     assert "#true" not in check(rasp.parse('alphabet a b\nZ = #[j <= i / 2] "a"\nO = Z > 0\n')).reasons[0].message
 
@@ -654,3 +659,61 @@ def test_a_periodic_guard_of_j_alone_past_the_table_cap_is_a_body_predicate():
         t = list(rng.choice(["a", "b"], size=n))
         t[1 % n] = "a"
         assert m.run(t) == p.run(t), n
+
+
+#: comparisons of one position with constants (absolute atoms, split off a guard) and relations the
+#: normal form's tables take (local, periodic, plain)
+_ABSOLUTE_ATOMS = ["j <= 2", "j > 0", "j == 1", "j >= 4", "j % 2 == 0 || j > 5", "i >= 5", "i <= 3", "i == 2",
+                   "i % 3 == 0 && i > 4"]
+_TABLE_ATOMS = ["j < i", "j == i", "i - j == 1", "i - j <= 2", "(i - j) % 2 == 0", "j % 2 == 1", "i % 2 == 0"]
+
+
+@st.composite
+def _split_guards(draw) -> str:
+    first = draw(st.sampled_from(_ABSOLUTE_ATOMS))
+    parts = [first] + draw(st.lists(st.sampled_from(_ABSOLUTE_ATOMS + _TABLE_ATOMS), min_size=1, max_size=3))
+    parts = draw(st.permutations(parts))
+    text = f"({parts[0]})"
+    for p in parts[1:]:
+        op = draw(st.sampled_from(["&&", "||"]))
+        text = f"{'!' if draw(st.booleans()) else ''}({text} {op} ({p}))"
+    return text
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(guard=_split_guards(), seed=st.integers(0, 2**32 - 1))
+@example(guard="(j > 0) && (j < i)", seed=0)
+@example(guard="(j <= 3) || (i == j)", seed=1)
+@example(guard="((j <= 3) && (i >= 5)) || (i == j)", seed=2)
+def test_absolute_atoms_split_off_a_guard_of_both_positions(guard, seed):
+    """A guard of both positions whose comparisons of one position with constants (``j > 0``,
+    ``i >= 5``) are the only obstacle is C-RASP[periodic, local] (rasp.rewrite.split_count: ``#[j > 0 &&
+    j < i] P`` was outside): the count's value at every position is the same under the interpreter, the
+    naive evaluator (written from the definitions) and the rewritten normal form, and the compiled
+    model agrees with the interpreter, at lengths past every constant."""
+    import compiler
+    from naive import naive_values
+    from rasp.interp import evaluate, make_batch
+
+    p = rasp.parse(f'alphabet a b\nX = #[{guard}] "a"\nOUT = X >= 2\n')
+    v = check(p, with_task=False)
+    assert v.in_class, (guard, [r.message for r in v.reasons])
+    normal = rewrite_core(p.core)
+    model = compiler.compile(p)
+    rng = np.random.default_rng(seed)
+    for n in (1, 4, 9, 23):
+        toks = [str(s) for s in rng.choice(["a", "b"], size=n)]
+        batch = make_batch([p.encode(toks)])
+        want = naive_values(p.core, toks)["X"]
+        assert list(evaluate(p.core, batch)["X"][0, :n]) == want, toks
+        assert list(evaluate(normal, batch)["X"][0, :n]) == want, toks
+        assert model.run(toks) == p.run(toks), toks
+
+
+def test_a_guard_that_stays_outside_names_the_part_that_is_not_regular():
+    """Once the absolute atoms split off, the reason is the rest's: ``2 * j <= i``, not ``j <= 2``."""
+    v = check(rasp.parse('alphabet a b\nX = #[j <= 2 || 2 * j <= i] "a"\nO = X > 1\n'), with_task=False)
+    assert not v.in_class and v.reasons[0].text == "2 * j <= i"
+    atoms = " && ".join(f"j != {k} && i - j != {k + 1}" for k in range(7))  # seven atoms apart
+    v = check(rasp.parse(f'alphabet a b\nX = #[{atoms}] "a"\nO = X > 1\n'), with_task=False)
+    assert not v.in_class and "7 comparisons of one position" in v.reasons[0].message
