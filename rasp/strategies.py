@@ -423,10 +423,16 @@ def programs(
     if set(alphabet) & set(special):
         raise ValueError("special: a symbol cannot be both in the alphabet and special")
     for arg, value, least in (("max_depth", max_depth, 0), ("max_size", max_size, 1), ("max_defs", max_defs, 1)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            raise ValueError(f"{arg}: give an integer of at least {least}, not {value!r}")
+        _check_int(arg, value, least)
     name = _normalize_fragment(fragment)
     return _crasp_programs(alphabet, special, FRAGMENTS[name], max_depth, max_size, max_defs)
+
+
+def _check_int(arg: str, value, least: int) -> None:
+    """A size argument: an int (not a bool) of at least ``least``, else a ValueError when the strategy
+    is built (hypothesis would otherwise fail only when drawing, or draw an empty input)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ValueError(f"{arg}: give an integer of at least {least}, not {value!r}")
 
 
 def _symbols(what: str, symbols, *, empty: bool = False, declared: bool = True) -> tuple[str, ...]:
@@ -450,6 +456,8 @@ def inputs(alphabet: Sequence[str] | Program, min_size: int = 1, max_size: int =
     """Token sequences (lists of symbols) of length ``min_size..max_size`` over ``alphabet``, or
     over every symbol a program accepts when given a :class:`Program`."""
     symbols = alphabet.symbols if isinstance(alphabet, Program) else _symbols("inputs", alphabet, declared=False)
+    _check_int("min_size", min_size, 1)  # an empty input is a user error for every program
+    _check_int("max_size", max_size, min_size)
     return st.lists(st.sampled_from(symbols), min_size=min_size, max_size=max_size)
 
 
@@ -477,7 +485,10 @@ def task_samples(task_name: str, min_length: int | None = None, max_length: int 
     from . import tasks
 
     task = tasks.get(task_name)
-    alpha = tuple(alphabet) if alphabet is not None else None
+    for arg, value in (("min_length", min_length), ("max_length", max_length)):
+        if value is not None:
+            _check_int(arg, value, 1)
+    alpha = _symbols("alphabet", alphabet, declared=False) if alphabet is not None else None
     lo, hi = _task_bounds(task, alpha, min_length, max_length)
 
     @st.composite

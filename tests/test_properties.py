@@ -375,8 +375,8 @@ def test_unknown_fragment():
 
 def test_strategy_arguments_are_checked_when_built():
     """Symbols a program could not declare (its printed text would not parse back) or an input
-    could not hold, a string for a list, and sizes below 1 are refused at once, not at draw time or
-    when the printed program is parsed."""
+    could not hold, a string for a list, and sizes below 1 (or a maximum below the minimum) are refused
+    at once, not at draw time or when the printed program is parsed."""
     import pytest
 
     for kwargs, word in [
@@ -391,6 +391,18 @@ def test_strategy_arguments_are_checked_when_built():
             programs(**kwargs)
     with pytest.raises(ValueError, match="whitespace"):
         inputs(("a b",))
+    # sizes of inputs and task samples too (an audit found them accepted, then failing when drawn,
+    # and min_size=0 drawing the empty input rasp.run refuses)
+    for kwargs, word in [({"min_size": 0}, "min_size"), ({"max_size": 0}, "max_size"),
+                         ({"min_size": 5, "max_size": 2}, "at least 5"), ({"max_size": 2.5}, "max_size")]:
+        with pytest.raises(ValueError, match=word):
+            inputs(("a",), **kwargs)
+    from rasp.strategies import task_samples
+
+    for kwargs, word in [({"min_length": -1}, "min_length"), ({"max_length": 0}, "max_length"),
+                         ({"alphabet": "ab"}, "not one string")]:
+        with pytest.raises(ValueError, match=word):
+            task_samples("majority", **kwargs)
     from hypothesis import find
 
     assert find(inputs(('"',)), lambda t: True) == ['"']  # an input may hold a quote
