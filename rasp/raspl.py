@@ -589,6 +589,111 @@ def _scale(k: int, e):
     return A.Scale(k, e)
 
 
+#: the largest constant a quotient's comparison may scale (k * m): int64 holds it with room to add
+QUOTIENT_BOUND = 1 << 62
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _linear(terms: tuple, const: int):
+    """``sum c_t * t + const`` as an expression (terms with coefficient 0 dropped)."""
+    out = None
+    for c, t in terms:
+        if c == 0:
+            continue
+        out = _scale(c, t) if out is None else (A.Add if c > 0 else A.Sub)(out, _scale(abs(c), t))
+    if out is None:
+        return _int(const)
+    return out if const == 0 else (A.Add(out, _int(const)) if const > 0 else A.Sub(out, _int(-const)))
+
+
+def _plus(q, sign: int, x):
+    """A quotient ``(s, C, k, terms, const)`` (:meth:`_Lowerer.sym`) plus ``sign`` times the count
+    expression x (a constant when x is one)."""
+    s, c, k, terms, const = q
+    v = _constant(x)
+    if v is not None:
+        return s, c, k, terms, const + sign * v
+    return s, c, k, terms + ((sign, x),), const
+
+
+def _negated(q):
+    s, c, k, terms, const = q
+    return -s, c, k, tuple((-a, t) for a, t in terms), -const
+
+
+def _quotient_arith(op: str, a, b, count, e):
+    """``s * (C / k) + R`` (a quotient, :meth:`_Lowerer.sym`) plus or minus a count or constant, times
+    1 or -1, or ``C / k`` divided again by a constant (``(C / k) / m`` is ``C / (k m)`` for floor
+    division by positive constants); anything else of a quotient is not C-RASP."""
+    if op in "+-" and (a[0] == "q") != (b[0] == "q"):
+        if a[0] == "q":
+            return "q", _plus(a[1], 1 if op == "+" else -1, count(b))
+        q = b[1] if op == "+" else _negated(b[1])
+        return "q", _plus(q, 1, count(a))
+    if op == "*" and "k" in (a[0], b[0]):
+        m, q = (a[1], b) if a[0] == "k" else (b[1], a)
+        if int(m) in (1, -1):
+            return "q", q[1] if int(m) == 1 else _negated(q[1])
+    if op == "/" and a[0] == "q" and b[0] == "k" and int(b[1]) >= 1:
+        s, c, k, terms, const = a[1]
+        if s == 1 and not terms and const == 0 and k * int(b[1]) <= QUOTIENT_BOUND:
+            return "q", (1, c, k * int(b[1]), (), 0)
+    raise _Fail(f"'{op}' of a quotient of an unbounded count in a map (not C-RASP: a map may only compare "
+                "x / k, plus or minus counts and constants, with a count or a constant)", e)
+
+
+def _constant(e) -> int | None:
+    """The value of an expression of integer constants (``+ - k* -x``), or None."""
+    if isinstance(e, A.IntConst):
+        return e.value
+    if isinstance(e, A.Neg):
+        v = _constant(e.operand)
+        return None if v is None else -v
+    if isinstance(e, A.Scale):
+        v = _constant(e.operand)
+        return None if v is None else e.k * v
+    if isinstance(e, (A.Add, A.Sub)):
+        a, b = _constant(e.left), _constant(e.right)
+        if a is None or b is None:
+            return None
+        return a + b if isinstance(e, A.Add) else a - b
+    return None
+
+
+def _quotient_compare(op: str, a, b, count, e):
+    """A comparison with a quotient ``s * (C / k) + R`` on one side as a comparison of counts.
+
+    With E = (the other side - R) (negated when s = -1, the comparison flipped), an integer:
+    ``C / k >= E`` (floor division, k >= 1) iff ``C >= k E``, since floor(x) >= E iff x >= E for an
+    integer E. Hence ``> E`` is ``C >= k (E + 1)``, ``< E`` is ``C < k E``, ``<= E`` is
+    ``C < k (E + 1)``, ``== E`` both bounds, ``!= E`` neither."""
+    if a[0] == "q" and b[0] == "q":
+        raise _Fail("a comparison of two quotients of unbounded counts in a map (not C-RASP: each side "
+                    "would need its own division)", e)
+    if b[0] == "q":
+        a, b, op = b, a, _FLIP[op]
+    s, c, k, terms, const = _plus(_negated(a[1]), 1, count(b))  # -R + other, and -s
+    if s == 1:  # a was -(C / k) + R: E = R - other, the comparison flipped
+        terms, const, op = tuple((-x, t) for x, t in terms), -const, _FLIP[op]
+    if abs(k) * (abs(const) + 1) > QUOTIENT_BOUND:
+        raise _Fail(f"a quotient of a count compared with {const:,}: {k} times it passes 2^62", e)
+    scaled = tuple((k * x, t) for x, t in terms)
+    low, high = _linear(scaled, k * const), _linear(scaled, k * (const + 1))
+    ge_low, lt_high = A.Compare(">=", c, low), A.Compare("<", c, high)
+    if op == ">=":
+        return ge_low
+    if op == ">":
+        return A.Compare(">=", c, high)
+    if op == "<":
+        return A.Compare("<", c, low)
+    if op == "<=":
+        return lt_high
+    if op == "==":
+        return _and(ge_low, lt_high)
+    return _not(_and(ge_low, lt_high))
+
+
 def _ge1(c):
     return A.Compare(">=", c, A.IntConst(1))
 
@@ -1030,16 +1135,19 @@ class _Lowerer:
             for _, c in combo:
                 cond = _and(cond, c)
             r = self.sym(e.body, env, e)
-            results.append((cond, self.sym_bool(r, e) if is_bool else self.sym_count(r)))
+            results.append((cond, self.sym_bool(r, e) if is_bool else self.sym_count(r, e)))
         out = _chain(results, A.BOOL if is_bool else A.COUNT)
         return _fin_bool(out) if is_bool else Cnt(out)
 
-    def sym_count(self, r):
+    def sym_count(self, r, e=None):
         kind, x = r
         if kind == "k":
             return _int(int(x))
         if kind == "b":
             return A.Cond(x, A.IntConst(1), A.IntConst(0))
+        if kind == "q":
+            raise _Fail("a quotient of an unbounded count used as a number (C-RASP has no division: a map may "
+                        "only compare x / k, plus or minus counts and constants, with a count or a constant)", e)
         return x
 
     def sym_bool(self, r, e):
@@ -1051,8 +1159,12 @@ class _Lowerer:
         raise _Fail("a number used as a condition", e)
 
     def sym(self, r, env, e):
-        """A map body on constants ("k", v) and counts ("c", expr): ("k", v), ("c", count), ("b", bool)."""
+        """A map body on constants ("k", v) and counts ("c", expr): ("k", v), ("c", count), ("b", bool),
+        or ("q", (s, C, k, terms, c)), the value ``s * (C / k) + sum a_t * t + c`` (floor division by a
+        constant k >= 1, s = 1 or -1, C and the terms counts), which only a comparison consumes
+        (:func:`_quotient_compare`)."""
         S = lambda x: self.sym(x, env, e)  # noqa: E731
+        C = lambda x: self.sym_count(x, e)  # noqa: E731
         if isinstance(r, (A.PInt, A.PBool)):
             return "k", r.value
         if isinstance(r, A.PSym):
@@ -1061,25 +1173,35 @@ class _Lowerer:
             return env[r.name]
         if isinstance(r, A.PNeg):
             k, x = S(r.operand)
-            return ("k", wrap64(-x)) if k == "k" else ("c", _scale(-1, self.sym_count((k, x))))
+            if k == "q":
+                return "q", _negated(x)
+            return ("k", wrap64(-x)) if k == "k" else ("c", _scale(-1, C((k, x))))
         if isinstance(r, A.PBin):
             a, b = S(r.left), S(r.right)
             if a[0] == "k" and b[0] == "k":  # as the interpreter's int64 arithmetic computes it
                 return "k", int64_op(r.op, int(a[1]), int(b[1]))
+            if "q" in (a[0], b[0]):
+                return _quotient_arith(r.op, a, b, C, e)
             if r.op == "+":
-                return "c", _add(self.sym_count(a), self.sym_count(b))
+                return "c", _add(C(a), C(b))
             if r.op == "-":
-                return "c", _sub(self.sym_count(a), self.sym_count(b))
+                return "c", _sub(C(a), C(b))
             if r.op == "*" and (a[0] == "k" or b[0] == "k"):
                 k, other = (a[1], b) if a[0] == "k" else (b[1], a)
-                return "c", _scale(int(k), self.sym_count(other))
-            raise _Fail(f"'{r.op}' of an unbounded count in a map (not C-RASP: C-RASP counts are only "
-                        "added, subtracted, scaled by constants and compared)", e)
+                return "c", _scale(int(k), C(other))
+            if r.op == "/" and b[0] == "k" and int(b[1]) >= 1:
+                return "q", (1, C(a), int(b[1]), (), 0)
+            why = ("a residue of a count is not a C-RASP operation" if r.op == "%" else
+                   "C-RASP counts are only added, subtracted, scaled by constants, divided by a positive "
+                   "constant inside a comparison, and compared")
+            raise _Fail(f"'{r.op}' of an unbounded count in a map (not C-RASP: {why})", e)
         if isinstance(r, A.PCmp):
             a, b = S(r.left), S(r.right)
             if a[0] == "k" and b[0] == "k":
                 return "k", _cmp(r.op, a[1], b[1])
-            return "b", A.Compare(r.op, self.sym_count(a), self.sym_count(b))
+            if "q" in (a[0], b[0]):
+                return "b", _quotient_compare(r.op, a, b, C, e)
+            return "b", A.Compare(r.op, C(a), C(b))
         if isinstance(r, (A.PAnd, A.POr)):
             a, b = self.sym_bool(S(r.left), e), self.sym_bool(S(r.right), e)
             return "b", (_and(a, b) if isinstance(r, A.PAnd) else _or(a, b))
@@ -1093,13 +1215,13 @@ class _Lowerer:
             a, b = S(r.then), S(r.other)
             if _body_is_bool(r.then):
                 return "b", A.Cond(test, self.sym_bool(a, e), self.sym_bool(b, e))
-            return "c", A.Cond(test, self.sym_count(a), self.sym_count(b))
+            return "c", A.Cond(test, C(a), C(b))
         if isinstance(r, A.PTable):
             k, x = S(r.index)
             table = dict(r.entries)
             if k == "k":
                 return "k", table.get(int(x), 0)
-            idx = self.sym_count((k, x))
+            idx = C((k, x))
             pairs = [(A.Compare("==", idx, _int(key)), _int(val)) for key, val in r.entries if val != 0]
             return "c", _chain(pairs + [(TRUE, A.IntConst(0))], A.COUNT)
         raise TypeError(f"not a map function node: {r!r}")

@@ -74,6 +74,13 @@ W = selector_width(select(tokens, full(0), ==))
 X = map(x -> 2 * x - 3 if x > 1 else {0: 7, 1: 4}[x], W)
 ok = map(x -> x >= 5, X) && W != #"b"
 """, "C-RASP"),
+    "count-quotient-map": ("""\
+// a count divided by a constant, compared (floor(C / k) >= E is C >= k E): C-RASP comparisons
+alphabet a b
+HALF = map(x -> x / 2 > 3, #"a")
+THIRD = seqmap((x, y) -> 5 - x / 3 != y + 1, #"a", #"b")
+ok = HALF || THIRD
+""", "C-RASP"),
     "seqmap-digits": ("""\
 // the last digit plus the one before it is 10 (seqmap of two finite sequences)
 alphabet 0 1 2 3 4 5 6 7 8 9
@@ -519,3 +526,51 @@ def test_positions_against_finite_values_lower_through_counts_of_every_position(
         assert v.fragment == "C-RASP" and v.guarantee == "guaranteed", [r.message for r in v.reasons]
         low = lower(p)
         assert_same(p, low, _random_inputs(p, rng, 40, 30))
+
+
+_QUOTIENT_OPS = ["==", "!=", "<", "<=", ">", ">="]
+
+
+@st.composite
+def _quotient_bodies(draw) -> str:
+    """A map body comparing a quotient of x (a count) by a constant, plus or minus y (a count) and
+    constants, possibly negated or divided again, with y or a constant (either side)."""
+    k = draw(st.integers(1, 5))
+    q = f"x / {k}" if draw(st.booleans()) else f"(x / {k}) / {draw(st.integers(1, 3))}"
+    for _ in range(draw(st.integers(0, 2))):
+        q = draw(st.sampled_from([f"{q} + y", f"{q} - y", f"y - {q}", f"-({q})", f"{q} + 3", f"2 - {q}",
+                                  f"1 * ({q})", f"({q}) * -1"]))
+    other = draw(st.sampled_from(["y", "2", "-1", "y + 1", "0"]))
+    op = draw(st.sampled_from(_QUOTIENT_OPS))
+    return f"{q} {op} {other}" if draw(st.booleans()) else f"{other} {op} {q}"
+
+
+@given(body=_quotient_bodies(), seed=st.integers(0, 2**32 - 1))
+def test_quotients_of_counts_in_maps_lower_to_comparisons(body, seed):
+    """``map(x -> x / 2 > 3, #"a")`` is ``#"a" >= 8`` (it was outside: '/' of an unbounded count): a
+    quotient of a count by a constant, plus or minus counts and constants, compared with a count or
+    a constant, lowers to comparisons of counts (floor(C / k) >= E iff C >= k E for an integer E). The
+    verdict is C-RASP and the lowered program computes the same values on every input, at lengths
+    past every constant, as the compiled model does."""
+    import compiler
+
+    p = rasp.parse(f'alphabet a b\nX = seqmap((x, y) -> {body}, #"a", #"b")\nok = X\n')
+    v = verdict_for_raspl(p)
+    assert v.fragment == "C-RASP", (body, [r.message for r in v.reasons])
+    low = lower(p)
+    rng = np.random.default_rng(seed)
+    inputs = _random_inputs(p, rng, 12, 40)
+    assert_same(p, low, inputs)
+    model = compiler.compile(low)
+    assert [model.run(t) for t in inputs[:4]] == [p.run(t) for t in inputs[:4]]
+
+
+def test_quotients_that_are_not_comparisons_stay_outside():
+    """A residue of a count (parity), a quotient used as a number, two quotients compared, a quotient
+    scaled by a constant other than 1 or -1: not lowered, each with its reason."""
+    for body, word in [("x % 2 == 0", "a residue of a count"), ("x / 2", "used as a number"),
+                       ("x / 2 >= x / 3", "two quotients"), ("x / 3 * 2 > 1", "'*' of a quotient")]:
+        p = rasp.parse(f'alphabet a b\nX = map(x -> {body}, #"a")\nok = X > 0\n' if body == "x / 2" else
+                       f'alphabet a b\nX = map(x -> {body}, #"a")\nok = X\n')
+        low, why = lower_explained(p)
+        assert low is None and word in why.message, (body, why)
