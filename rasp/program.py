@@ -176,9 +176,11 @@ class Program:
             return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
         n = max((len(s) for s in seqs), default=0)
         # a re-evaluation holds every core definition at every position: where that would not fit in
-        # half the free memory (uf over 150 symbols: 22,952 bools, 23 KB per prompt token), stream from the start
-        # (its memory does not grow with the prompt, but for RASP-L selects' keys)
-        if self._reevaluate_bytes * n * len(seqs) > free_host_bytes() // 2:
+        # half the free memory (uf over 150 symbols: 22,952 bools, 23 KB per token), stream from the start
+        # (its memory does not grow with the prompt, but for RASP-L selects' keys), and switch to the
+        # stream at the step that would not fit (the generated tokens add positions)
+        room = free_host_bytes() // 2
+        if self._reevaluate_bytes * n * len(seqs) > room:
             return self._ids_to_symbols(stream.generate(self, seqs, limits))
         budget = stream_estimate(self, n)
         # the first step's cost from the program's size, each next one's from the last step's time
@@ -186,14 +188,15 @@ class Program:
         spent = 0.0
         clock: float | None = None
 
-        def go_on() -> bool:
+        def go_on(cells: int) -> bool:
             nonlocal step, spent, clock
             now = _clock()
             if clock is not None:
                 step = now - clock
                 spent += step
             clock = now
-            return spent + step <= budget
+            # the generated tokens add positions: a step that would not fit streams from there on
+            return spent + step <= budget and self._reevaluate_bytes * cells <= room
 
         first, active = self._reevaluate_ids(seqs, limits, go_on=go_on, with_active=True)
         more = [r for r in active if len(first[r]) < limits[r]]
@@ -219,14 +222,15 @@ class Program:
         return [[self.symbols[k] for k in g] for g in generated]
 
     def _reevaluate_ids(self, seqs: list[np.ndarray], limits: list[int], go_on=None, with_active: bool = False):
-        """Greedy decoding by re-evaluation. ``go_on()``, asked before every step, may stop it early:
-        then (with ``with_active``) the rows still generating are returned beside the tokens."""
+        """Greedy decoding by re-evaluation. ``go_on(cells)``, asked before every step with the number
+        of positions the step's batch holds (rows times the longest), may stop it early: then (with
+        ``with_active``) the rows still generating are returned beside the tokens."""
         generated: list[list[int]] = [[] for _ in seqs]
         active = list(range(len(seqs)))
         current = [list(s) for s in seqs]
         while active:
             active = [r for r in active if len(generated[r]) < limits[r]]
-            if not active or (go_on is not None and not go_on()):
+            if not active or (go_on is not None and not go_on(len(active) * max(len(current[r]) for r in active))):
                 break
             batch = make_batch([current[r] for r in active])
             values = evaluate(self.folded_core, batch)

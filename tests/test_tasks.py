@@ -420,7 +420,8 @@ def test_generation_switches_from_reevaluation_to_streaming(monkeypatch):
 
 def test_generation_streams_at_once_where_a_reevaluation_would_not_fit(monkeypatch):
     """A re-evaluation holds every core definition at every position (uf over 150 symbols: 23 KB per
-    prompt token); where that exceeds half the free memory generation streams from the start."""
+    token); where that exceeds half the free memory generation streams from the start, and where a
+    later step's would (the generated tokens add positions), from that step."""
     import rasp.program as P
 
     p = rasp.parse('alphabet a b c\nNEXT[x] = x == "c" && #"c" < 3\noutput generate NEXT\n')
@@ -432,6 +433,11 @@ def test_generation_streams_at_once_where_a_reevaluation_would_not_fit(monkeypat
     assert p._generate(seqs, None) == [["c"] * 3] and calls == []  # re-evaluated
     monkeypatch.setattr(P, "free_host_bytes", lambda: 2 * p._reevaluate_bytes * 100 - 2)
     assert p._generate(seqs, None) == [["c"] * 3] and calls == [100]  # streamed from the prompt's end
+    # the generated tokens add positions: with room for 101, the steps over 100 and 101 positions
+    # re-evaluate and the third streams (from 102 positions)
+    calls.clear()
+    monkeypatch.setattr(P, "free_host_bytes", lambda: 2 * p._reevaluate_bytes * 101)
+    assert p._generate(seqs, None) == [["c"] * 3] and calls == [102]
 
 
 @pytest.mark.parametrize("name", ["dyck1", "d2", "UR"])
