@@ -29,8 +29,10 @@ keeps the whole history of P and evaluates g(i, j) for every j <= i (O(i) per st
 ``aggregate`` keeps the values of every position so far and reduces them under the row with the
 interpreter's own :func:`rasp.interp.aggregate_rows`. A step costs O(i) per such operation instead of
 re-evaluating the whole (N x N) selector, so generating a long answer costs O(N^2) in all, not O(N^3).
-The primitives are handled where every value is a plain sequence, outside families and quantifiers
-(:func:`supports` says no otherwise, and the caller re-evaluates the whole program after every token).
+The primitives are handled where every value is a plain sequence: outside families and quantifiers,
+or inside them where they read none of the symbol variables (evaluated once, with shape (B,), and
+broadcast over the instances' axes); :func:`supports` says no otherwise, and the caller re-evaluates
+the whole program after every token.
 """
 from __future__ import annotations
 
@@ -58,16 +60,30 @@ _SUPPORTED = (A.Tok, A.BoolConst, A.IntConst, A.Ref, A.Not, A.And, A.Or, A.Compa
 
 def supports(program) -> bool:
     """Whether :class:`Stream` can evaluate ``program``: C-RASP constructs anywhere, RASP-L primitives
-    outside families and quantifiers (where every value is one sequence)."""
+    outside families and quantifiers (where every value is one sequence) and, inside them, where they
+    read no symbol variable (``tokens != END`` in a family ``NEXT[x]``: the same sequence for every
+    instance, evaluated once and broadcast)."""
     for sig in program.checked.signatures.values():
         d = sig.definition
+        variables = {p.name for p in d.params} | {n.var for n in A.walk(d.expr) if isinstance(n, A.Quant)}
+        if variables and sig.type == A.SELECTOR:
+            return False
         for node in A.walk(d.expr):
             if not isinstance(node, _SUPPORTED):
                 return False
-            if isinstance(node, A.RASPL_NODES) and d.params:
+            if isinstance(node, A.RASPL_NODES) and variables and not _reads_none_of(node, variables):
                 return False
-            if isinstance(node, A.Quant) and any(isinstance(n, A.RASPL_NODES) for n in A.walk(node.body)):
-                return False
+    return True
+
+
+def _reads_none_of(node, variables: set) -> bool:
+    """Whether a subtree reads none of these symbol variables (conservatively: a ``Q[y]`` of any
+    variable, or a reference with a variable index, counts as reading one)."""
+    for n in A.walk(node):
+        if isinstance(n, A.Tok) and isinstance(n.symbol, A.SymVar):
+            return False
+        if isinstance(n, A.Ref) and (n.name in variables or any(isinstance(s, A.SymVar) for s in n.indices)):
+            return False
     return True
 
 
@@ -293,7 +309,10 @@ class Stream:
             if e.op == "all":
                 return full.all(axis=-1)
             return full.sum(axis=-1, dtype=np.int64)
-        # RASP-L, outside families and quantifiers (supports): every value has shape (B,)
+        # RASP-L: outside families and quantifiers, or reading none of their variables (supports):
+        # every value has shape (B,), placed on the scope's axes as size-1 axes
+        if scope and isinstance(e, A.RASPL_NODES):
+            return np.asarray(self._eval(e, ())).reshape((self.B,) + (1,) * len(scope))
         if isinstance(e, A.Tokens):
             return self._tokens
         if isinstance(e, A.Indices):

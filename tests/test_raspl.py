@@ -298,19 +298,40 @@ def test_random_programs_stream(program, data):
         assert np.array_equal(v, want[k]), (k, v, want[k])
 
 
-def test_stream_leaves_raspl_inside_families_to_reevaluation():
-    """A RASP-L primitive inside a family or a quantifier has a value per symbol; the streaming
-    evaluator does not take those (supports), and generation re-evaluates them."""
+def test_stream_takes_raspl_inside_families_that_reads_no_variable():
+    """A RASP-L primitive inside a family or a quantifier that reads none of its variables is one
+    sequence: the streaming evaluator evaluates it once and broadcasts it over the instances, and its
+    values equal the interpreter's at every position. One that reads a variable has a value per symbol:
+    the stream does not take it (supports), and generation re-evaluates it."""
     from rasp import stream
 
-    head = 'alphabet a b\nspecial "<s>"\nAFTER = exists "<s>"\n'
-    fam = rasp.parse(head + 'NEXT[x] = AFTER && map(y -> y, indices) < 6 && x == "a"\noutput generate NEXT\n')
-    quant = rasp.parse(head + 'ANY = any(x, Q[x] && aggregate(select(tokens, tokens, ==), tokens, max) == 0)\n'
-                       'NEXT[x] = AFTER && x == "b" && (ANY || map(y -> y, indices) < 4)\noutput generate NEXT\n')
-    plain = rasp.parse(head + 'I = map(y -> y, indices)\nNEXT[x] = AFTER && I < 6 && x == "a"\noutput generate NEXT\n')
-    assert not stream.supports(fam) and not stream.supports(quant) and stream.supports(plain)
-    assert rasp.run(fam, "b b <s>") == rasp.run(plain, "b b <s>") == ["a"] * 4  # at positions 2 to 5
-    assert rasp.run(quant, "a b <s>") == ["b"] * 2  # ANY holds only at an "a": at positions 2 and 3
+    head = 'alphabet a b c\nspecial "<s>"\nAFTER = exists "<s>"\n'
+    taken = [
+        'NEXT[x] = AFTER && map(y -> y, indices) < 6 && x == "a"\noutput generate NEXT\n',
+        'ANY = any(x, Q[x] && aggregate(select(tokens, tokens, ==), tokens, max) == 0)\n'
+        'NEXT[x] = AFTER && x == "b" && (ANY || map(y -> y, indices) < 4)\noutput generate NEXT\n',
+        'CODE[x] = sum(y, 1 if y < x else 0)\nP1 = aggregate(select(indices, map(z -> z - 1, indices), ==), tokens, max, -1)\n'
+        'NEXT[x] = AFTER && P1 + 1 == CODE[x] && selector_width(select(tokens, full(3), ==)) < 3\noutput generate NEXT\n',
+        'K[x, y] = Q[y] && aggregate(select(tokens, full(0), ==), indices, mean, 0) >= 1 && x != y\n'
+        'NEXT[x] = AFTER && any(y, K[x, y]) && #"<s>" < 2\noutput generate NEXT\n',
+    ]
+    rng = np.random.default_rng(5)
+    for src in taken:
+        p = rasp.parse(head + src)
+        assert stream.supports(p), src
+        inputs = [[str(t) for t in rng.choice(["a", "b", "c", "<s>"], size=int(rng.integers(1, 25)))] for _ in range(6)]
+        seqs = [p.encode(t) for t in inputs]
+        want = interp.evaluate(p.core, interp.make_batch(seqs))
+        got = stream.evaluate(p, seqs)
+        for k, v in got.items():
+            assert np.array_equal(v, want[k]), (src, k)
+        prompts = [seqs[0], p.encode(["a", "b", "<s>"])]
+        assert p._generate(prompts, 12) == p._generate_reevaluate(prompts, 12), src
+    # the values Q[x]: one aggregate per symbol (whether an x occurred at an "a", i.e. whether x is "a")
+    reads = rasp.parse(head + 'NEXT[x] = AFTER && aggregate(select(tokens, full(0), ==), Q[x], max, 0) == 1 '
+                       '&& #"a" < 4\noutput generate NEXT\n')
+    assert not stream.supports(reads)
+    assert rasp.run(reads, "a b a <s>") == ["a", "a"] and rasp.run(reads, "b <s>") == []
 
 
 def test_the_type_checker_records_raspl_primitives():
