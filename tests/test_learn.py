@@ -204,7 +204,7 @@ def test_score_direction_is_checked():
 
 def test_compiled_head_ranges():
     info = {"program": "uf.rasp", "alphabet": ["a", "b"], "summary": "s",
-            "layers": [{"layer": 1, "predecessor": [], "other": [],
+            "layers": [{"layer": 1, "predecessor": [], "separator": [], "other": [],
                         "bigram": [[1, "x"], [2, "x"], [3, "x"], [5, "y"], [7, "z"]],
                         "start": [[0, "s"], [4, "s"], [6, "s"]]}]}
     line = S.compiled_heads_text(info)[1]
@@ -522,7 +522,7 @@ def test_compiled_heads_roles():
     # UF over 3 symbols: a predecessor head per symbol, a bigram head per pair; the start test
     # ("true at i-1") and FIRSTTOK's heads (#(!(true at i-1) && y): the input starts with y) are
     # not bigram heads (they were counted as such); the separator count is "other"
-    assert roles == {"predecessor": 3, "bigram": 9, "start": 1 + 3, "other": 1}
+    assert roles == {"predecessor": 3, "separator": 0, "bigram": 9, "start": 1 + 3, "other": 1}
     assert S.head_role("uniform", None, '(#("a" && "b" at i-1) - 1/2)/(i+1)') == "bigram"
     assert S.head_role("uniform", None, '(#(!("b" at i-1) && "a") - 1/2)/(i+1)') == "other"
     assert S.head_role("local", 1, "FIRST[a] at i-1") == "predecessor"
@@ -530,6 +530,13 @@ def test_compiled_heads_roles():
     assert S.head_role("uniform", None, '(#("a" at i-12 && "b") - 5/2)/(i+1)') == "other"
     assert S.head_role("uniform", None, '(#(!(true at i-13) && "b") - 5/2)/(i+1)') == "other"
     assert S.compiled_heads(replace(UR, name="NoSuchTask"))["error"] == "no program"
+    # UR's QUERY = exists[j == i - 1] "<sep>" is the separator test, not a predecessor step (an audit
+    # found it counted among UR's predecessor heads and printed as their example)
+    ur = S.compiled_heads(tasks.TASKS["UR"], n_symbols=3)
+    assert [[label for _, label in layer["separator"]] for layer in ur["layers"]][0] == ['"<sep>" at i-1']
+    assert all('"<sep>"' not in label for layer in ur["layers"] for _, label in layer["predecessor"])
+    assert S.head_role("local", 1, '"<sep>" at i-1', ("<sep>",)) == "separator"
+    assert S.head_role("local", 1, '"a" at i-1', ("<sep>",)) == "predecessor"
 
 
 def test_report_jobs_gives_the_same_results_as_one_job(tmp_path, capsys):

@@ -58,7 +58,11 @@ DIRECTIONS = ("forward", "backward")
 
 
 def score_positions(n_source: int, direction: str) -> list[tuple[int, int | None, int]]:
-    """(query index, induction key index or None, anti-induction key index) for one sample."""
+    """(query index, induction key index or None, anti-induction key index) for one sample.
+
+    The source of the generated y_k is the source token at its position (the k-th, or the k-th from
+    the end for a backward copy), not any token equal to it: with repeats (NF, NB) a head that
+    attends to every equal token splits its attention and scores below 1."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
     out = []
@@ -143,15 +147,18 @@ def top_heads(scores: dict, key: str, k: int = 3) -> list[tuple[str, float]]:
 
 
 #: the roles :func:`compiled_heads` sorts heads into, in print order
-ROLES = ("predecessor", "bigram", "start", "other")
+ROLES = ("predecessor", "separator", "bigram", "start", "other")
 _AT_PREV = re.compile(r'(!\()?((?:"[^"]*"|[A-Za-z_][\w]*(?:\[[^\]]*\])?)) at i-1(?!\d)')
 
 
-def head_role(kind, offset, label: str) -> str:
+def head_role(kind, offset, label: str, special=()) -> str:
     """A compiled head's role from its kind and label (labels name what a head reads: ``"a" at i-1``
     is the local head's bool "the token at i-1 is a"):
 
     * ``predecessor``: a local head at offset 1 reading a token or a bool of position i-1;
+    * ``separator``: a local head at offset 1 reading only special tokens (``special``) at i-1:
+      where the input's parts meet, e.g. the query right after ``<sep>`` in the retrieval tasks
+      (``QUERY = exists[j == i - 1] "<sep>"``), not a step of the bigram construction;
     * ``bigram``: a uniform head counting positions where some (not negated) ``X at i-1`` holds
       together with a test at that position (``#("a" at i-1 && "b")``);
     * ``start``: the heads of the "i is the first position" test (``true at i-1``, the only thing a
@@ -160,7 +167,11 @@ def head_role(kind, offset, label: str) -> str:
     * ``other``: everything else (counting heads over tokens, comparisons)."""
     reads = [(bool(neg), what) for neg, what in _AT_PREV.findall(label)]
     if kind == "local" and offset == 1:
-        return "start" if reads and all(what == "true" for _, what in reads) else "predecessor"
+        if reads and all(what == "true" for _, what in reads):
+            return "start"
+        if reads and all(what.startswith('"') and what[1:-1] in special for _, what in reads):
+            return "separator"
+        return "predecessor"
     if kind == "uniform" and any(not neg and what != "true" for neg, what in reads):
         return "bigram"
     if kind == "uniform" and any(what == "true" for _, what in reads):
@@ -188,6 +199,7 @@ def compiled_heads(task, n_symbols: int = 4) -> dict:
         alph = list(task.alphabet[:n_symbols])
         model = compile_program(str(path), alphabet=alph)
         layers = model.config["architecture"]["layers"]
+        special = tuple(model.config["program"]["special"])
     except Exception as exc:  # noqa: BLE001 - out-of-class programs do not compile; report why
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
     out = []
@@ -195,7 +207,7 @@ def compiled_heads(task, n_symbols: int = 4) -> dict:
         roles: dict[str, list] = {role: [] for role in ROLES}
         for hi, h in enumerate(spec.get("heads", [])):
             label = str(h.get("label", ""))
-            roles[head_role(h.get("kind"), h.get("offset"), label)].append([hi, label])
+            roles[head_role(h.get("kind"), h.get("offset"), label, special)].append([hi, label])
         out.append({"layer": li, **roles})
     return {"program": str(path.name), "alphabet": alph, "summary": model.summary(), "layers": out}
 
