@@ -313,19 +313,25 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
     # with counts of every position (rasp.rewrite.absolute_predicate): plain C-RASP
     if (absolute_predicate(rel.expr) if unary else absolute_count(rel.expr, A.BoolConst(True))) is not None:
         return None
-    limits = ("; this one is past the rewrite's limits (at most 2^20 positions before its periodic part, "
-              "at most 64 runs of positions set apart)" if past_absolute_limits(rel.expr) else "")
     atoms = [] if unary else absolute_atoms(rel.expr)
-    if len(atoms) > SPLIT_ATOM_CAP:
-        limits = (f"; this guard has {len(atoms)} comparisons of one position that the rewrite would split "
-                  f"off (at most {SPLIT_ATOM_CAP})")
-    elif atoms:  # they split off (rasp.rewrite.split_count): the reason is in the rest
-        rest = _first_irregular(rel.expr, atoms)
-        if rest is not None:
-            form = rest
+    rest = _first_irregular(rel.expr, atoms) if atoms else None
+    split = ""
+    if rest is not None:  # the atoms split off (rasp.rewrite.split_count); this part keeps it outside
+        form = rest
+    elif len(atoms) > SPLIT_ATOM_CAP:
+        split = (f"; this guard has {len(atoms)} comparisons of one position that the rewrite would split "
+                 f"off (at most {SPLIT_ATOM_CAP})")
+    elif atoms:
+        split = ("; the guard's comparisons of one position split off (rasp.rewrite.split_count), but what "
+                 "remains is not regular as a whole")
     span = form.span or rel.span or fallback
     culprit = _find_at(rel.expr, form.span)
     text = _text(culprit) if culprit is not None else _text(rel.expr)
+    # an atom past the rewrite's caps, alone or inside a guard of both positions
+    atom = culprit if isinstance(culprit, (A.PCmp, A.PAnd, A.POr, A.PNot)) else rel.expr
+    limits = ("; this one is past the rewrite's limits (at most 2^20 positions before its periodic part, "
+              "at most 64 runs of positions set apart)"
+              if past_absolute_limits(rel.expr) or past_absolute_limits(atom) else "") + split
     hint = f"; {form.hint}" if form.hint else ""  # the count that says it, for a position against a constant
     if unary:
         condition = "periodicity"

@@ -379,33 +379,77 @@ def split_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     of j is a condition on the counted position, inside it: ``#[g] P = #[g[a := true]] (P && A) +
     #[g[a := false]] (P && !A)``, A written with ``#true`` being j + 1 there (as ``pos[...]`` is read at
     j inside a count's body). A rest that is constant is ``#P`` or 0. So ``#[j > 0 && j < i] P`` (the
-    positions before i but the first) is ``#[j < i] (P && !(#true <= 1))``."""
+    positions before i but the first) is ``#[j < i] (P && !(#true <= 1))``.
+
+    The atoms are found again in each branch (setting one atom may leave a smaller one of a larger
+    atom: ``j == 1 || j == 3`` with ``j == 1`` false is ``j == 3``), a branch whose conditions on i, or
+    on j, hold at no position is dropped (``j == 1 && j == 3``), and the conditions a branch puts on j
+    are one predicate of the counted position."""
     atoms = absolute_atoms(rel)
     if not atoms or len(atoms) > SPLIT_ATOM_CAP:
         return None
-    return _split(rel, body, atoms)
+    return _split(rel, body, A.PBool(True), A.PBool(True), SPLIT_ATOM_CAP)
 
 
-def _split(rel, body: A.Expr, atoms: list) -> A.Expr | None:
-    if isinstance(rel, A.PBool):
-        return A.Count(None, body) if rel.value else A.IntConst(0)
-    for k, atom in enumerate(atoms):
-        yes = _substituted(rel, atom, True)
-        if yes != rel:  # the atom occurs in rel
-            break
-    else:
-        return normalize_count(rel, body)
-    no = _substituted(rel, atom, False)
-    name, phi = one_position(atom)
-    pred, rest = absolute_predicate(phi), atoms[k + 1:]
-    if name == "i":
-        then, other = _split(yes, body, rest), _split(no, body, rest)
-        if then is None or other is None:
+def _conj(a, b):
+    return b if a == A.PBool(True) else A.PAnd(a, b)
+
+
+def _never(phi) -> bool:
+    """Whether a relation of one position (of i) holds at no position (False where that is not shown)."""
+    ep = eventually_periodic(phi)
+    if ep is None:
+        return False
+    c, M = ep
+    end = -(-c // M) * M + M
+    if end > ABSOLUTE_PREFIX_CAP + TABLE_CAP:
+        return False
+    vals = np.broadcast_to(np.asarray(eval_relation(phi, np.arange(end, dtype=np.int64)), dtype=bool), (end,))
+    return not vals.any()
+
+
+def _position_pred(phi) -> A.Expr | None:
+    """A relation of one position (of i) as a predicate: periodic, or with counts of every position
+    (:func:`absolute_predicate`); ``true`` when it always holds; None past the caps."""
+    pr = periodic_residues(phi)
+    if pr is not None:
+        pred = residue_pred(*pr)
+        return A.BoolConst(True) if pred is None else pred
+    return absolute_predicate(phi)
+
+
+def _split(rel, body: A.Expr, at_i, at_j, left: int) -> A.Expr | None:
+    """``#[rel] body`` on a branch whose conditions so far are ``at_i`` on i and ``at_j`` on j (each a
+    relation of i); ``left`` more splits allowed."""
+    if rel == A.PBool(False):
+        return A.IntConst(0)
+    atoms = absolute_atoms(rel) if not isinstance(rel, A.PBool) else []
+    if not atoms:
+        pred = _position_pred(at_j)
+        if pred is None:
             return None
-        return then if then == other else A.Cond(pred, then, other)
-    then, other = _split(yes, A.And(body, pred), rest), _split(no, A.And(body, A.Not(pred)), rest)
-    if then is None or other is None:
+        where = body if pred == A.BoolConst(True) else A.And(body, pred)
+        return A.Count(None, where) if rel == A.PBool(True) else normalize_count(rel, where)
+    if left == 0:
         return None
+    atom = atoms[0]
+    name, phi = one_position(atom)
+    yes, no = _substituted(rel, atom, True), _substituted(rel, atom, False)
+    ctx = at_i if name == "i" else at_j
+    branches = []
+    for sub, cond in ((yes, _conj(ctx, phi)), (no, _conj(ctx, A.PNot(phi)))):
+        if _never(cond):
+            branches.append(A.IntConst(0) if name == "j" else None)  # no position takes this branch
+            continue
+        out = _split(sub, body, cond, at_j, left - 1) if name == "i" else _split(sub, body, at_i, cond, left - 1)
+        if out is None:
+            return None
+        branches.append(out)
+    then, other = branches
+    if name == "i":
+        if then is None or other is None:
+            return other if then is None else then
+        return then if then == other else A.Cond(absolute_predicate(phi), then, other)
     if other == A.IntConst(0):
         return then
     return other if then == A.IntConst(0) else A.Add(then, other)

@@ -663,8 +663,8 @@ def test_a_periodic_guard_of_j_alone_past_the_table_cap_is_a_body_predicate():
 
 #: comparisons of one position with constants (absolute atoms, split off a guard) and relations the
 #: normal form's tables take (local, periodic, plain)
-_ABSOLUTE_ATOMS = ["j <= 2", "j > 0", "j == 1", "j >= 4", "j % 2 == 0 || j > 5", "i >= 5", "i <= 3", "i == 2",
-                   "i % 3 == 0 && i > 4"]
+_ABSOLUTE_ATOMS = ["j <= 2", "j > 0", "j == 1", "j >= 4", "j % 2 == 0 || j > 5", "j == 1 || j == 3", "i >= 5",
+                   "i <= 3", "i == 2", "i % 3 == 0 && i > 4", "i == 2 || i == 7"]
 _TABLE_ATOMS = ["j < i", "j == i", "i - j == 1", "i - j <= 2", "(i - j) % 2 == 0", "j % 2 == 1", "i % 2 == 0"]
 
 
@@ -685,6 +685,8 @@ def _split_guards(draw) -> str:
 @example(guard="(j > 0) && (j < i)", seed=0)
 @example(guard="(j <= 3) || (i == j)", seed=1)
 @example(guard="((j <= 3) && (i >= 5)) || (i == j)", seed=2)
+@example(guard="(j == 1 || i - j == 2) && (j == 1 || j == 3)", seed=3)  # an atom inside a larger one
+@example(guard="(i % 3 == 0 && i == 280) && j < 4", seed=4)  # a condition on i that never holds
 def test_absolute_atoms_split_off_a_guard_of_both_positions(guard, seed):
     """A guard of both positions whose comparisons of one position with constants (``j > 0``,
     ``i >= 5``) are the only obstacle is C-RASP[periodic, local] (rasp.rewrite.split_count: ``#[j > 0 &&
@@ -710,10 +712,35 @@ def test_absolute_atoms_split_off_a_guard_of_both_positions(guard, seed):
         assert model.run(toks) == p.run(toks), toks
 
 
+def test_split_atoms_are_found_again_in_each_branch_and_dead_branches_dropped():
+    """An atom inside a larger one (``j == 1`` in ``j == 1 || j == 3``) made the verdict depend on the
+    order of the conjuncts (a helper found ``(j == 1 || i - j == 2) && (j == 1 || j == 3)`` outside and
+    its swap inside); conditions on j that hold nowhere (``j == 1 && j == 3``) were kept as dead counts,
+    and six atoms of j made a normal form of 3.4 MB that took the checker 28 s."""
+    from rasp.printer import expr_to_str
+
+    a, b = "j == 1 || i - j == 2", "j == 1 || j == 3"
+    for g in (f"({a}) && ({b})", f"({b}) && ({a})"):
+        assert check(rasp.parse(f'alphabet a b\nX = #[{g}] "a"\nO = X > 1\n'), with_task=False).in_class, g
+    p = rasp.parse('alphabet a b\nX = #[(i - j == 2 || j == 1 || j == 3) && j != 1] "a"\nO = X > 1\n')
+    text = expr_to_str(rewrite_core(p.core).defs[0].expr)
+    outer = [n for n in A.walk(rewrite_core(p.core).defs[0].expr) if isinstance(n, A.Count) and n.body != A.BoolConst(True)]
+    assert len(outer) == 2, text  # #("a" && j == 3) + #[j == i - 2] ("a" && !(j == 1 || j == 3))
+    rest = "((i - j) % 16 == 3 || i % 15 == 2 || i - j <= 12)"
+    g = " && ".join(f"({rest} || j != {k})" for k in range(1, 12, 2))
+    core = rewrite_core(rasp.parse(f'alphabet a b\nX = #[{g}] "a"\nO = X > 1\n').core)
+    # seven branches (no j among 1, 3, ..., 11; or one of them), not 2^6
+    assert sum(isinstance(n, A.Count) and n.guard is None and isinstance(n.body, A.And)
+               for n in A.walk(core.defs[0].expr)) <= 7 * 16
+
+
 def test_a_guard_that_stays_outside_names_the_part_that_is_not_regular():
-    """Once the absolute atoms split off, the reason is the rest's: ``2 * j <= i``, not ``j <= 2``."""
+    """Once the absolute atoms split off, the reason is the rest's: ``2 * j <= i``, not ``j <= 2``;
+    an atom past the rewrite's caps inside a guard of both positions says so."""
     v = check(rasp.parse('alphabet a b\nX = #[j <= 2 || 2 * j <= i] "a"\nO = X > 1\n'), with_task=False)
     assert not v.in_class and v.reasons[0].text == "2 * j <= i"
+    v = check(rasp.parse('alphabet a b\nX = #[j <= 2000000 && j < i] "a"\nO = X > 1\n'), with_task=False)
+    assert not v.in_class and "past the rewrite's limits" in v.reasons[0].message
     atoms = " && ".join(f"j != {k} && i - j != {k + 1}" for k in range(7))  # seven atoms apart
     v = check(rasp.parse(f'alphabet a b\nX = #[{atoms}] "a"\nO = X > 1\n'), with_task=False)
     assert not v.in_class and "7 comparisons of one position" in v.reasons[0].message
