@@ -677,7 +677,8 @@ def _quotient_compare(op: str, a, b, count, e):
     if s == 1:  # a was -(C / k) + R: E = R - other, the comparison flipped
         terms, const, op = tuple((-x, t) for x, t in terms), -const, _FLIP[op]
     if abs(k) * (abs(const) + 1) > QUOTIENT_BOUND:
-        raise _Fail(f"a quotient of a count compared with {const:,}: {k} times it passes 2^62", e)
+        raise _Fail(f"a comparison of a count divided by {k}: as a comparison of the count itself its bound, "
+                    f"{k} times {const:,}, passes 2^62", e)
     scaled = tuple((k * x, t) for x, t in terms)
     low, high = _linear(scaled, k * const), _linear(scaled, k * (const + 1))
     ge_low, lt_high = A.Compare(">=", c, low), A.Compare("<", c, high)

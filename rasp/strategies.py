@@ -24,12 +24,13 @@ Fragments (:data:`FRAGMENTS`): ``"C-RASP"`` (counts without positions), ``"C-RAS
 that are local relations: ``j == i - 1``, ``i - j <= 2``, ``j <= i - 2``, ``#[pred]``...),
 ``"C-RASP[periodic]"`` (``pos[i % M == r]``, ``pos_even``, guards such as ``(i - j) % 2 == 0``),
 ``"C-RASP[periodic,local]"`` (both, also mixed in one guard) and ``"any"`` (also relations outside
-every fragment, such as ``j <= 3`` or ``j == i / 2``: for testing the interpreter's general path and
+every fragment, such as ``j * j <= 3`` or ``j == i / 2``: for testing the interpreter's general path and
 the checker). There is no generator of RASP-L programs here (tests/test_raspl.py has its own, for
 the interpreter's RASP-L primitives).
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -431,7 +432,7 @@ def programs(
 def _check_int(arg: str, value, least: int) -> None:
     """A size argument: an int (not a bool) of at least ``least``, else a ValueError when the strategy
     is built (hypothesis would otherwise fail only when drawing, or draw an empty input)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < least:
         raise ValueError(f"{arg}: give an integer of at least {least}, not {value!r}")
 
 
@@ -484,12 +485,15 @@ def task_samples(task_name: str, min_length: int | None = None, max_length: int 
 
     from . import tasks
 
-    task = tasks.get(task_name)
     for arg, value in (("min_length", min_length), ("max_length", max_length)):
         if value is not None:
             _check_int(arg, value, 1)
     alpha = _symbols("alphabet", alphabet, declared=False) if alphabet is not None else None
-    lo, hi = _task_bounds(task, alpha, min_length, max_length)
+    try:  # an unknown task, or an alphabet the task refuses (one of its special tokens): a ValueError too
+        task = tasks.get(task_name)
+        lo, hi = _task_bounds(task, alpha, min_length, max_length)
+    except RaspError as exc:
+        raise ValueError(exc.message) from None
 
     @st.composite
     def draw_sample(draw):

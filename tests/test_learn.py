@@ -537,6 +537,7 @@ def test_compiled_heads_roles():
     assert all('"<sep>"' not in label for layer in ur["layers"] for _, label in layer["predecessor"])
     assert S.head_role("local", 1, '"<sep>" at i-1', ("<sep>",)) == "separator"
     assert S.head_role("local", 1, '"a" at i-1', ("<sep>",)) == "predecessor"
+    assert S.head_role("local", 1, '!("<sep>" at i-1)', ("<sep>",)) == "predecessor"  # not a separator test
 
 
 def test_report_jobs_gives_the_same_results_as_one_job(tmp_path, capsys):

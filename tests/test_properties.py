@@ -399,10 +399,13 @@ def test_strategy_arguments_are_checked_when_built():
             inputs(("a",), **kwargs)
     from rasp.strategies import task_samples
 
+    assert inputs(("a",), max_size=__import__("numpy").int64(3)) is not None  # a numpy integer is a size
     for kwargs, word in [({"min_length": -1}, "min_length"), ({"max_length": 0}, "max_length"),
                          ({"alphabet": "ab"}, "not one string")]:
         with pytest.raises(ValueError, match=word):
             task_samples("majority", **kwargs)
+    with pytest.raises(ValueError, match="special token"):  # the task's error, as a ValueError
+        task_samples("UF", alphabet=["a", "<sep>"])
     from hypothesis import find
 
     assert find(inputs(('"',)), lambda t: True) == ['"']  # an input may hold a quote

@@ -169,7 +169,7 @@ def head_role(kind, offset, label: str, special=()) -> str:
     if kind == "local" and offset == 1:
         if reads and all(what == "true" for _, what in reads):
             return "start"
-        if reads and all(what.startswith('"') and what[1:-1] in special for _, what in reads):
+        if reads and all(not neg and what.startswith('"') and what[1:-1] in special for neg, what in reads):
             return "separator"
         return "predecessor"
     if kind == "uniform" and any(not neg and what != "true" for neg, what in reads):
