@@ -1636,6 +1636,19 @@ def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, w
         # condition at the failing atom; RASP-L's "computes on indices" for the same node adds nothing
         positional = [r for r in base.reasons if r.condition in ("translation invariance", "locality", "periodicity")]
         reasons = positional + [r for r in reasons if not any(_within(p.span, r.span) for p in positional)]
+        # why it is not C-RASP either: the lowering's reason, with RASP-L's at the same node (a map over
+        # a count breaks RASP-L's finite maps; '%' of that count is also why it does not lower)
+        if why is not None and why.span is not None and not any(_within(r.span, why.span) for r in positional):
+            same = [k for k, r in enumerate(reasons) if r.span == why.span]
+            if same:
+                r = reasons[same[0]]
+                reasons[same[0]] = dataclasses.replace(
+                    r, message=f"{r.message}; and it does not lower to C-RASP: {why.message}")
+            elif not any(_within(r.span, why.span) or _within(why.span, r.span) for r in reasons):
+                # elsewhere (a reason inside the same node, "indices as aggregated values" within the
+                # aggregate the lowering names, already says it)
+                reasons.append(checker.Reason("C-RASP operations", f"does not lower to C-RASP: {why.message}",
+                                              why.span, why.text))
     else:
         fragment = "RASP-L"
         if why is not None:

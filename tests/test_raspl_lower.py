@@ -7,7 +7,8 @@
 * ``CONJECTURED``: programs that conform to RASP-L but do not lower (fragment ``RASP-L``, guarantee
   ``conjectured``), with where lowering stops;
 * ``VIOLATES``: programs that break a RASP-L restriction (fragment ``none``), with the verdict's located
-  reasons (and conformance's own, where they differ: a guard outside C-RASP is named by the C-RASP analysis).
+  reasons (and conformance's own, where they differ: a guard outside C-RASP is named by the C-RASP analysis;
+  where the lowering stops elsewhere, or at the node RASP-L's reason names, the verdict says that too).
 """
 from __future__ import annotations
 
@@ -201,7 +202,8 @@ ok = indices == W
 alphabet a b
 W = selector_width(select(tokens, indices, ==))
 ok = #[j * j <= 3] "a" == W
-""", [(3, 8, "translation invariance")],  # the C-RASP analysis names the failing atom
+""", [(3, 8, "translation invariance"), (2, 20, "C-RASP operations")],  # the C-RASP analysis names the
+        # failing atom; the select, which conforms to RASP-L, is where the lowering stops (not C-RASP either)
         [(3, 6, "RASP-L: indices")]),  # RASP-L's own reason covers the whole count
     "mixed-with-positional": ("""\
 alphabet a b
@@ -574,3 +576,6 @@ def test_quotients_that_are_not_comparisons_stay_outside():
                        f'alphabet a b\nX = map(x -> {body}, #"a")\nok = X\n')
         low, why = lower_explained(p)
         assert low is None and word in why.message, (body, why)
+        # the verdict says it beside RASP-L's reason at the same map (which is about finite domains)
+        v = verdict_for_raspl(p)
+        assert v.fragment == "none" and any(word in r.message for r in v.reasons), (body, v.reasons)
