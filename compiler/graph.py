@@ -63,8 +63,10 @@ ATOM_CAP = 1024
 #: the most branches (constant ones included) one comparison may expand into: 2^18 lets a lowered
 #: RASP-L value over the 256 int8 codes be compared with all of them (raspl_count.rasp: 258 x 257)
 LEAF_CAP = 1 << 18
-#: the widest range of the local part of one atom (one head per value)
-LOCAL_RANGE_CAP = 16
+#: the widest range of the local part of one atom (one head per value): 1,024 takes every count the
+#: rewrite writes (at most 256 local counts, rasp.rewrite.BRANCH_CAP) in comparisons of a few of them;
+#: it was 16, which refused the C-RASP[local] count #[i - j > 20] P (#P minus 21 local counts)
+LOCAL_RANGE_CAP = 1024
 #: two periodic literals whose periods' lcm exceeds this are not tested for exclusivity (``exclusive``)
 PERIOD_CAP = 5040
 #: the most (token, residue) pairs a path may track when deciding tests along it (this, not

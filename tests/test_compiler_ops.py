@@ -107,6 +107,20 @@ TWO = #[j == i - 1] "a" + #[j == i - 2] "a" == 2
 """)
 
 
+def test_wide_local_windows_compile():
+    """A count past a wide window, #[i - j > 20] P, is #P minus 21 local counts: its comparisons' local
+    part ranges over 22 values, one head each (the compiler refused more than 16: an in-class program
+    that did not compile); up to 1,024 values compile, and are exact in the dtypes the model lists."""
+    agree_everywhere("""
+alphabet a b
+FAR = #[i - j > 20] "a" >= 3
+FARTHER = #[i - j > 200] "a" - #[i - j > 200] "b" >= 1
+""", lengths=(1, 5, 21, 22, 60, 230, 600), per_length=3, dtypes=("float32", "float64"))
+    many = " + ".join(f'#[i - j > 255] "{s}"' for s in "abab")  # 4 x 256 local counts: 1,025 values
+    with pytest.raises(rasp.RaspError, match="ranges over 1025 values"):
+        compiler.compile(rasp.parse(f"alphabet a b\nX = {many} >= 3\n"))
+
+
 def test_min_max_and_count_conditionals():
     agree_everywhere("""
 alphabet a b c
