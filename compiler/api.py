@@ -29,7 +29,7 @@ import numpy as np
 
 from rasp import ast as A
 from rasp.ast import OUTPUT_KINDS
-from rasp.errors import RaspError, loads_json, quoted
+from rasp.errors import RaspError, loads_json, quoted, read_json_file
 from rasp.gcpause import paused_gc
 from rasp.guards import TABLE_CAP
 from rasp.program import Program, allowed_sets, check_batch, generation_limits, load as load_program, parse
@@ -432,10 +432,7 @@ def load(directory: str | Path) -> CompiledModel:
             raise RaspError(f"{where}: cannot read {f.name}: {exc.strerror or exc}") from None
         if missing:
             raise RaspError(f"{where}: {f.name} is {missing}", hint="write the model with: rasp compile PROGRAM -o DIR")
-    try:
-        config = loads_json(cfg_file.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise RaspError(f"{cfg_file}: not readable JSON ({exc})") from None
+    config = read_json_file(cfg_file, hint="write the model again with: rasp compile PROGRAM -o DIR")
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise RaspError(f"{cfg_file}: not a compiled rasp model (format {config.get('format') if isinstance(config, dict) else None!r})",
                         hint="write one with: rasp compile PROGRAM -o DIR")

@@ -67,6 +67,9 @@ def _tolerant_output() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _Parser.usage_error = None
+    if sys.stdout is None:  # started with stdout closed (`rasp run ... >&-`): print() would drop every line
+        _emit("rasp: error: cannot write the output: standard output is closed", sys.stderr)
+        return 1
     _tolerant_output()
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
@@ -98,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"error": {"message": message, "file": None, "line": None, "column": None,
                                         "hint": usage, "text": f"{usage}\n{prog}: error: {message}"}}))
         return int(exc.code or 0)
-    if not getattr(args, "command", None):
-        parser.print_help()
+    if not getattr(args, "command", None):  # a usage error: on stderr, as argparse's are
+        parser.print_help(sys.stderr)
         return 2
     try:
         try:

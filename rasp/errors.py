@@ -31,6 +31,25 @@ def loads_json(text: str):
         raise ValueError("nested too deeply") from None
 
 
+def read_json_file(path, hint: str | None = None):
+    """A JSON file's value (a leading byte-order mark is allowed, as in program files). Malformed JSON
+    is a :class:`RaspError` located at the line and column the parser stopped at, with ``hint``;
+    a file that cannot be read or decoded, or JSON nested too deeply, is one without a location."""
+    import json
+
+    try:
+        text = open(path, encoding="utf-8-sig").read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RaspError(f"{path}: not readable JSON ({getattr(exc, 'strerror', None) or exc})", hint=hint) from None
+    try:
+        return loads_json(text)
+    except json.JSONDecodeError as exc:
+        span = Span(exc.lineno, exc.colno, exc.lineno, exc.colno + 1)
+        raise RaspError(f"not readable JSON: {exc.msg}", span, hint, source=text, filename=str(path)) from None
+    except ValueError as exc:
+        raise RaspError(f"{path}: not readable JSON ({exc})", hint=hint) from None
+
+
 def quoted(value, limit: int = 40) -> str:
     """User text (or a value read from a file) for a message: quoted and escaped (control and bidi
     characters as escapes, so they cannot reorder the terminal line), and cut after ``limit``

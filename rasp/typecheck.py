@@ -186,6 +186,10 @@ class _Checker:
                     return BOOL
                 if e.name in builtins.UNARY:
                     raise RaspError(f"'{e.name}' is not imported", e.span, f"add '#import {e.name}'")
+                if e.name in builtins.BINARY and not e.indices:  # a relation of i and j, not a value
+                    raise RaspError(f"'{e.name}' is a relation of two positions (a guard), not a value", e.span,
+                                    f"count with it: #[{e.name}] P" + ("" if e.name in self.imports
+                                                                       else f" (after '#import {e.name}')"))
                 hint = _suggest(e.name, self.defs) or "define it with NAME = expression"
                 raise RaspError(f"unknown name '{e.name}'", e.span, hint)
             d = self.defs[e.name]
@@ -316,6 +320,11 @@ class _Checker:
             return t
         if isinstance(r, A.PVar):
             if r.name not in allowed:
+                if in_map:  # a map function reads its parameters only
+                    raise RaspError(
+                        f"unknown name '{r.name}' in {where}", r.span,
+                        f"it reads only its parameters ({', '.join(allowed)}); pass a sequence as an argument "
+                        "instead (seqmap((x, y) -> ..., s, t) takes two), or compare outside the map")
                 hint = ("pos[...] is a predicate of i alone" if r.name == "j"
                         else f"only {' and '.join(allowed)} may appear in {where}")
                 raise RaspError(f"unknown position '{r.name}'", r.span, hint)

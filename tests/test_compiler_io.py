@@ -171,6 +171,19 @@ def test_damaged_config_is_a_clear_error(tmp_path, capsys, what):
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_malformed_config_json_is_located_and_a_byte_order_mark_is_allowed(tmp_path, capsys):
+    """config.json that is not JSON: a located error (file:line:col, the line, a caret), as a
+    program's syntax error is; one that starts with a UTF-8 byte-order mark loads (programs may too)."""
+    path = _saved(tmp_path)
+    text = (path / "config.json").read_text()
+    (path / "config.json").write_text('{"format": \n  oops')
+    assert main(["verify", str(path), "--lengths", "8", "--samples", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path / 'config.json'}:2:3: error: not readable JSON") and "  oops\n    ^" in err, err
+    (path / "config.json").write_text(text, encoding="utf-8-sig")
+    assert compiler.load(path).run("( )") is True
+
+
 def test_weights_of_another_architecture_are_a_clear_error(tmp_path):
     """Another model's weights under this config (its hash updated, so the content check passes):
     the dense shapes saved with the weights do not match the config's architecture."""

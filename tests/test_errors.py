@@ -614,3 +614,34 @@ def test_a_period_too_large_to_tabulate_is_located_in_check_and_compile(tmp_path
         err = capsys.readouterr().err
         assert err.startswith(f"{f}:2:9: error: this positional predicate has period 999,985,999,949"), err
     assert main(["run", str(f), "a", "b"]) == 0
+
+
+def test_cli_with_stdout_closed_or_no_command(capsys, monkeypatch):
+    """Started with stdout closed (``rasp run ... >&-``) every result would be dropped: exit 1 with the
+    reason on stderr (it exited 0); ``rasp`` alone is a usage error with its usage on stderr."""
+    import sys
+
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["run", DYCK, "( )"]) == 1
+    assert "standard output is closed" in capsys.readouterr().err
+    monkeypatch.undo()
+    code, out, err = run_cli(capsys)
+    assert code == 2 and out == "" and err.startswith("usage: rasp")
+
+
+@pytest.mark.parametrize("src, message, hint", [
+    ("#import pred\nalphabet a b\nOUT = pred\n", "'pred' is a relation of two positions (a guard), not a value",
+     "#[pred] P"),
+    ("alphabet a b\nM = map(x -> y + 1, tokens)\nok = M > 1\n", "unknown name 'y' in a map function",
+     "parameters (x)"),
+    ('alphabet a b\nF[x] = map(t -> t == x, tokens)\noutput predict F\n', "unknown name 'x' in a map function",
+     "compare outside the map"),
+])
+def test_names_in_the_wrong_place_say_where_they_belong(tmp_path, capsys, src, message, hint):
+    """A guard used as a value, a name a map function cannot see (its parameters only: a family's symbol
+    variable included): located, with what to write instead (they were 'unknown name' with the hint to
+    define it, and 'unknown position')."""
+    path = tmp_path / "p.rasp"
+    path.write_text(src)
+    code, out, err = run_cli(capsys, "check", str(path))
+    assert code == 2 and message in err and hint in err and "Traceback" not in err, err

@@ -377,7 +377,8 @@ def test_cli_settings_no_task_can_meet_are_user_errors(tmp_path, capsys):
 def test_cli_report_refuses_a_damaged_result_with_no_train(tmp_path, capsys):
     import rasp.commands.report as R
 
-    for text, word in (("{bad", "not readable as JSON"), ("{}", "its task is None"), ("[]", "not a JSON object")):
+    for text, word in (("{bad", "UR.json:1:2: error: not readable JSON"), ("{}", "its task is None"),
+                       ("[]", "not a JSON object")):  # malformed JSON located where it breaks
         (tmp_path / "UR.json").write_text(text)
         assert main(["report", "UR", "--no-train", "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err
@@ -399,7 +400,12 @@ def test_cli_report_refuses_a_damaged_result_with_no_train(tmp_path, capsys):
         assert "internal error" not in out + err and json.loads(out)["error"]["message"], out
     (tmp_path / "UR.json").write_text("[" * 100000 + "]" * 100000)
     assert main(["report", "UR", "--no-train", "--out", str(tmp_path)]) == 2
-    assert "not readable as JSON" in capsys.readouterr().err
+    assert "not readable JSON (nested too deeply)" in capsys.readouterr().err
+    # --no-train makes no folder (a failed report left an empty --out behind)
+    assert main(["report", "UR", "--no-train", "--out", str(tmp_path / "none")]) == 2
+    assert "no such folder" in capsys.readouterr().err and not (tmp_path / "none").exists()
+    assert main(["report", "NoSuchTask", "--out", str(tmp_path / "none")]) == 2
+    assert not (tmp_path / "none").exists()
 
 
 def test_cli_report_no_train_refuses_results_with_different_bins(tmp_path, capsys):

@@ -9,8 +9,8 @@ import multiprocessing
 import os
 from pathlib import Path
 
-from ..errors import RaspError, loads_json
-from .learn import (SEED_TASKS, add_training_options, config_for, log_stderr, out_dir, resolve_preset,
+from ..errors import RaspError, read_json_file
+from .learn import (SEED_TASKS, add_training_options, check_out_dir, config_for, log_stderr, out_dir, resolve_preset,
                     resolve_task, train_and_save)
 
 
@@ -41,7 +41,6 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
 
     if getattr(args, "fresh", False) and getattr(args, "no_train", False):
         raise RaspError("--fresh retrains and --no-train trains nothing: give one of them")
-    out = out_dir(args.out)
     preset = resolve_preset(args)
     # keyed by the task's own name: a program file and a name of the same task are one row, and the
     # report finds each task's program and checker verdict by the name its result carries
@@ -49,6 +48,15 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
     for n in names:
         task = resolve_task(n)
         tasks.setdefault(task.name, task)
+    # the folder is made (and checked writable) only once the arguments are known good, and not at all
+    # for --no-train, which only reads what is there (a failed report left an empty --out behind)
+    if getattr(args, "no_train", False):
+        out = Path(args.out)
+        if not out.is_dir():
+            raise RaspError(f"--out {out}: no such folder (--no-train reads the results there)",
+                            hint="run without --no-train first, or give the folder of earlier results")
+    else:
+        out = out_dir(args.out)
     jobs = getattr(args, "jobs", None)
     jobs = 1 if jobs is None else jobs
     if jobs < 1:
@@ -87,7 +95,7 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
     _same_table(results)
     rows = report_rows(results, tasks)
     md = markdown(rows)
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_dir(out)  # (--no-train: the folder of the results, which must take the report too)
     (out / "report.md").write_text(md)
     (out / "report.json").write_text(json.dumps(rows, indent=1))
     plot_report(rows, out / "report.png")
@@ -148,10 +156,12 @@ def _read_result(path: Path, name: str, *, must: bool) -> dict | None:
     if not path.exists():
         return None
     try:
-        r = loads_json(path.read_text())
+        r = read_json_file(path, hint="run without --no-train to train it again (the file is replaced)")
         problem = _result_problem(r, name)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        problem = f"not readable as JSON ({exc})"
+    except RaspError as exc:
+        if must:  # located at the line and column where the JSON breaks
+            raise
+        problem = f"not readable as JSON ({exc.message})"
     if problem is None:
         return r
     if must:
