@@ -545,6 +545,12 @@ def load(directory: str | Path) -> CompiledModel:
         if model.program.output_kind != model.kind:
             raise RaspError(f"{cfg_file}: output kind {model.kind!r}, but the stored program outputs "
                             f"{model.program.output_kind!r}")
+        # the stored program's own special tokens and outputs (an edit that kept both digests consistent
+        # could name others: they are read from config.json only here)
+        if tuple(model.program.special) != tuple(config["program"].get("special", ())):
+            raise RaspError(f"{cfg_file}: 'program.special' is not the stored program's special tokens")
+        if list(model.program.core.output.names) != list(config["output"].get("names", [])):
+            raise RaspError(f"{cfg_file}: 'output.names' are not the stored program's outputs")
     except RaspError:
         raise
     except Exception:  # noqa: BLE001 - an edited architecture can fail anywhere in these reads

@@ -50,7 +50,7 @@ def parse_alphabet_option(text: str) -> tuple[str, ...]:
     if re.fullmatch(r"-?[0-9]+", text):  # ASCII digits: int() also reads other scripts' digits
         n = int(text)
         if not 1 <= n <= len(STANDARD_SYMBOLS):
-            raise RaspError(f"--alphabet {n}: choose 1..{len(STANDARD_SYMBOLS)} symbols, or list them",
+            raise RaspError(f"--alphabet {text}: choose 1..{len(STANDARD_SYMBOLS)} symbols, or list them",
                             hint=f"--alphabet N takes the first N of a-z A-Z 0-9; or list symbols: --alphabet a,b,c")
         return STANDARD_SYMBOLS[:n]
     symbols = tuple(s for s in re.split(r"[,\s]+", text) if s)

@@ -184,6 +184,22 @@ def test_malformed_config_json_is_located_and_a_byte_order_mark_is_allowed(tmp_p
     assert compiler.load(path).run("( )") is True
 
 
+def test_consistent_edits_of_special_tokens_and_outputs_are_refused(tmp_path):
+    """config.json edited and saved again, so that both digests agree (a helper forged them so):
+    special tokens or output names that are not the stored program's are refused on loading."""
+    import copy
+
+    base = compiler.compile(rasp.load(ROOT / "programs" / "ur.rasp"), alphabet=["a", "b", "c"])
+    for key, value, word in (("special", ["<x>"], "program.special"), ("names", ["nosuch"], "output.names")):
+        m = copy.copy(base)
+        m.config = copy.deepcopy(base.config)
+        (m.config["program"] if key == "special" else m.config["output"])[key] = value
+        path = m.save(tmp_path / key)
+        with pytest.raises(rasp.RaspError, match=word):
+            compiler.load(path)
+    assert compiler.load(base.save(tmp_path / "ok")).run("a b c <sep> a") == base.run("a b c <sep> a")
+
+
 def test_weights_of_another_architecture_are_a_clear_error(tmp_path):
     """Another model's weights under this config (its hash updated, so the content check passes):
     the dense shapes saved with the weights do not match the config's architecture."""
