@@ -256,10 +256,16 @@ class Verdict:
 
 
 # ---------------------------------------------------------------------------- the analysis
+#: C-RASP leaves that neither analysis reads (no guard, no positional predicate, nothing outside):
+#: :func:`_walk_core` does not yield them (half of an expanded family's nodes)
+_SILENT = frozenset({A.Tok, A.BoolConst, A.IntConst, A.Ref})
+
+
 def _walk_core(e):
-    """(node, inside) for every node of a core expression, pre-order; ``inside`` tells whether an
-    enclosing node is not a C-RASP operation (so only the outermost such node becomes a reason).
-    Iterative: family expansions make long chains (any/all/sum over large alphabets)."""
+    """(node, inside) for every node of a core expression but plain leaves (:data:`_SILENT`), pre-order;
+    ``inside`` tells whether an enclosing node is not a C-RASP operation (so only the outermost such
+    node becomes a reason). Iterative: family expansions make long chains (any/all/sum over large
+    alphabets)."""
     stack = [(e, False)]
     while stack:
         node, inside = stack.pop()
@@ -267,7 +273,7 @@ def _walk_core(e):
         inside = inside or not isinstance(node, CRASP_NODES)
         kids = _KIDS.get(type(node))
         kids = kids(node) if kids is not None else A.children(node)
-        stack.extend((c, inside) for c in reversed(kids))
+        stack.extend((c, inside) for c in reversed(kids) if type(c) not in _SILENT)
 
 
 _unary = lambda n: (n.operand,)  # noqa: E731
@@ -396,28 +402,42 @@ def _reasons(core: A.CoreProgram) -> list[Reason]:
     return [found[k] for k in sorted(found, key=lambda k: (k[0], k[1], k[2], k[3]))]
 
 
+#: node kinds without sub-expressions (depth 0)
+_FLAT = frozenset({A.Tok, A.BoolConst, A.IntConst, A.PosPred})
+
+
 def _depths(core: A.CoreProgram) -> int:
     """The counting depth of the program: nested counts along the deepest path (iterative, so every
     program the parser accepts is analysed)."""
     depth: dict[str, int] = {}
 
+    def known(c) -> int | None:  # a leaf's or a reference's depth without a visit (most nodes)
+        t = type(c)
+        if t is A.Ref:
+            return depth.get(c.name, 0)
+        return 0 if t in _FLAT else None
+
     def of(root) -> int:
+        if known(root) is not None:
+            return known(root)
         value: dict[int, int] = {}  # id(node) -> its depth, once its children are done
         stack = [(root, False)]
         while stack:
             e, done = stack.pop()
             if not done and id(e) in value:  # a shared subtree
                 continue
-            if isinstance(e, A.Ref):
-                value[id(e)] = depth.get(e.name, 0)
-                continue
             kids = _KIDS.get(type(e))
             kids = kids(e) if kids is not None else A.children(e)
             if not done:
                 stack.append((e, True))
-                stack.extend((c, False) for c in kids)
+                stack.extend((c, False) for c in kids if known(c) is None)
                 continue
-            inner = max((value[id(c)] for c in kids), default=0)
+            inner = 0
+            for c in kids:
+                v = known(c)
+                v = value[id(c)] if v is None else v
+                if v > inner:
+                    inner = v
             # #[j == i] P is '1 if P else 0': no counting layer
             counts = isinstance(e, A.Count) and not (
                 isinstance(e.guard, A.Rel) and local_offset(e.guard) == 0)
