@@ -538,6 +538,7 @@ class DFALanguage(Language):
         self.live = frozenset(live)
         self._member_counts = [{q: int(q in self.accept) for q in self.states}]  # k -> state -> #members
         self._prefix_counts = [{q: int(q in self.live) for q in self.states}]  # k -> state -> #live paths
+        self._log_tables: dict = {}  # (n, ends) -> _log_table's, the last two (members, prefixes)
 
     def step(self, q, s):
         return self.delta.get((q, s))
@@ -584,7 +585,12 @@ class DFALanguage(Language):
         takes O(n |states|) floats and O(n |states| |symbols|) time, where exact integers take
         O(n^2) bits. The walk needs only ratios between the counts of one length, where S_k cancels;
         the probabilities are right to about n 1e-16 relative (and a uniform float's 2^-53)."""
-        succ, logs = self._log_table(n, ends)
+        key = (n, ends)
+        if key not in self._log_tables:  # samples of one length share it (3 s a sample at 10^5 tokens)
+            while len(self._log_tables) >= 2:
+                del self._log_tables[next(iter(self._log_tables))]
+            self._log_tables[key] = self._log_table(n, ends)
+        succ, logs = self._log_tables[key]
         q = self.states.index(self.start)
         if logs[n, q] == -math.inf:
             return None
