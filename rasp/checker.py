@@ -333,11 +333,10 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
     span = form.span or rel.span or fallback
     culprit = _find_at(rel.expr, form.span)
     text = _text(culprit) if culprit is not None else _text(rel.expr)
-    # an atom past the rewrite's caps, alone or inside a guard of both positions
-    atom = culprit if isinstance(culprit, (A.PCmp, A.PAnd, A.POr, A.PNot)) else rel.expr
+    # a relation of one position past the rewrite's caps: the whole, or the atom inside a guard of both
+    past = past_absolute_limits(rel.expr) or (culprit is not None and past_absolute_limits(culprit))
     limits = ("; this one is past the rewrite's limits (at most 2^20 positions before its periodic part, "
-              "at most 64 runs of positions set apart)"
-              if past_absolute_limits(rel.expr) or past_absolute_limits(atom) else "") + split
+              "at most 64 runs of positions set apart)" if past else "") + split
     hint = f"; {form.hint}" if form.hint else ""  # the count that says it, for a position against a constant
     if unary:
         condition = "periodicity"

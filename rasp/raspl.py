@@ -607,14 +607,13 @@ def _linear(terms: tuple, const: int):
     return out if const == 0 else (A.Add(out, _int(const)) if const > 0 else A.Sub(out, _int(-const)))
 
 
-def _plus(q, sign: int, x):
-    """A quotient ``(s, C, k, terms, const)`` (:meth:`_Lowerer.sym`) plus ``sign`` times the count
-    expression x (a constant when x is one)."""
+def _plus(q, sign: int, r, count):
+    """A quotient ``(s, C, k, terms, const)`` (:meth:`_Lowerer.sym`) plus ``sign`` times the symbolic
+    value r: a constant (``("k", v)``) joins ``const``, anything else ``terms`` as a count."""
     s, c, k, terms, const = q
-    v = _constant(x)
-    if v is not None:
-        return s, c, k, terms, const + sign * v
-    return s, c, k, terms + ((sign, x),), const
+    if r[0] == "k":
+        return s, c, k, terms, const + sign * int(r[1])
+    return s, c, k, terms + ((sign, count(r)),), const
 
 
 def _negated(q):
@@ -628,9 +627,9 @@ def _quotient_arith(op: str, a, b, count, e):
     division by positive constants); anything else of a quotient is not C-RASP."""
     if op in "+-" and (a[0] == "q") != (b[0] == "q"):
         if a[0] == "q":
-            return "q", _plus(a[1], 1 if op == "+" else -1, count(b))
+            return "q", _plus(a[1], 1 if op == "+" else -1, b, count)
         q = b[1] if op == "+" else _negated(b[1])
-        return "q", _plus(q, 1, count(a))
+        return "q", _plus(q, 1, a, count)
     if op == "*" and "k" in (a[0], b[0]):
         m, q = (a[1], b) if a[0] == "k" else (b[1], a)
         if int(m) in (1, -1):
@@ -641,24 +640,6 @@ def _quotient_arith(op: str, a, b, count, e):
             return "q", (1, c, k * int(b[1]), (), 0)
     raise _Fail(f"'{op}' of a quotient of an unbounded count in a map (not C-RASP: a map may only compare "
                 "x / k, plus or minus counts and constants, with a count or a constant)", e)
-
-
-def _constant(e) -> int | None:
-    """The value of an expression of integer constants (``+ - k* -x``), or None."""
-    if isinstance(e, A.IntConst):
-        return e.value
-    if isinstance(e, A.Neg):
-        v = _constant(e.operand)
-        return None if v is None else -v
-    if isinstance(e, A.Scale):
-        v = _constant(e.operand)
-        return None if v is None else e.k * v
-    if isinstance(e, (A.Add, A.Sub)):
-        a, b = _constant(e.left), _constant(e.right)
-        if a is None or b is None:
-            return None
-        return a + b if isinstance(e, A.Add) else a - b
-    return None
 
 
 def _quotient_compare(op: str, a, b, count, e):
@@ -673,7 +654,7 @@ def _quotient_compare(op: str, a, b, count, e):
                     "would need its own division)", e)
     if b[0] == "q":
         a, b, op = b, a, _FLIP[op]
-    s, c, k, terms, const = _plus(_negated(a[1]), 1, count(b))  # -R + other, and -s
+    s, c, k, terms, const = _plus(_negated(a[1]), 1, b, count)  # -R + other, and -s
     if s == 1:  # a was -(C / k) + R: E = R - other, the comparison flipped
         terms, const, op = tuple((-x, t) for x, t in terms), -const, _FLIP[op]
     if abs(k) * (abs(const) + 1) > QUOTIENT_BOUND:

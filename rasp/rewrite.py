@@ -233,6 +233,21 @@ def _positions_so_far() -> A.Expr:
     return A.Count(None, A.BoolConst(True))  # #true = i + 1 (j + 1 inside a count's body)
 
 
+def _eventual_values(rel: A.PosExpr) -> tuple[int, int, np.ndarray] | None:
+    """``(s, M, values)`` for a unary relation phi(i) periodic with period M from s on (s a multiple of
+    M, :func:`rasp.guards.eventually_periodic`): phi at 0 .. s + M - 1, which say it everywhere; None
+    where that is not shown or past the caps (s > ABSOLUTE_PREFIX_CAP, M > TABLE_CAP)."""
+    ep = eventually_periodic(rel)
+    if ep is None:
+        return None
+    c, M = ep
+    start = -(-c // M) * M
+    if M > TABLE_CAP or start > ABSOLUTE_PREFIX_CAP:
+        return None
+    n = start + M
+    return start, M, np.broadcast_to(np.asarray(eval_relation(rel, np.arange(n, dtype=np.int64)), dtype=bool), (n,))
+
+
 def absolute_predicate(rel: A.PosExpr) -> A.Expr | None:
     """A unary relation phi(i) that is not periodic but eventually so (``i <= 5``, ``i == 0``,
     ``i % 2 == 0 || i > 10``; :func:`rasp.guards.eventually_periodic`) as plain C-RASP with a periodic
@@ -245,15 +260,10 @@ def absolute_predicate(rel: A.PosExpr) -> A.Expr | None:
     expression is a predicate of the counted position j (``#true`` there is j + 1), as ``pos[...]`` is.
     ``pos[i <= 5]`` becomes ``#true <= 6``; a guard of j alone, ``#[j <= 2] P``, becomes
     ``#(P && #true <= 3)`` (:func:`absolute_count`)."""
-    ep = eventually_periodic(rel)
-    if ep is None or periodic_residues(rel) is not None:
+    values = _eventual_values(rel)
+    if values is None or periodic_residues(rel) is not None:
         return None
-    c, M = ep
-    start = -(-c // M) * M
-    if M > TABLE_CAP or start > ABSOLUTE_PREFIX_CAP:
-        return None
-    vals = np.broadcast_to(np.asarray(eval_relation(rel, np.arange(start + M, dtype=np.int64)), dtype=bool),
-                           (start + M,))
+    start, M, vals = values
     tail = vals[start:]  # residue k at index k (start is a multiple of M)
     differ = np.flatnonzero(vals[:start] != tail[np.arange(start) % M])
     cuts = np.flatnonzero(np.diff(differ) != 1) + 1
@@ -397,15 +407,8 @@ def _conj(a, b):
 
 def _never(phi) -> bool:
     """Whether a relation of one position (of i) holds at no position (False where that is not shown)."""
-    ep = eventually_periodic(phi)
-    if ep is None:
-        return False
-    c, M = ep
-    end = -(-c // M) * M + M
-    if end > ABSOLUTE_PREFIX_CAP + TABLE_CAP:
-        return False
-    vals = np.broadcast_to(np.asarray(eval_relation(phi, np.arange(end, dtype=np.int64)), dtype=bool), (end,))
-    return not vals.any()
+    values = _eventual_values(phi)
+    return values is not None and not values[2].any()
 
 
 def _position_pred(phi) -> A.Expr | None:
@@ -423,7 +426,7 @@ def _split(rel, body: A.Expr, at_i, at_j, left: int) -> A.Expr | None:
     relation of i); ``left`` more splits allowed."""
     if rel == A.PBool(False):
         return A.IntConst(0)
-    atoms = absolute_atoms(rel) if not isinstance(rel, A.PBool) else []
+    atoms = absolute_atoms(rel)
     if not atoms:
         pred = _position_pred(at_j)
         if pred is None:

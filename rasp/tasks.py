@@ -586,7 +586,7 @@ class DFALanguage(Language):
         O(n^2) bits. The walk needs only ratios between the counts of one length, where S_k cancels;
         the probabilities are right to about n 1e-16 relative (and a uniform float's 2^-53)."""
         key = (n, ends)
-        if key not in self._log_tables:  # samples of one length share it (3 s a sample at 10^5 tokens)
+        if key not in self._log_tables:  # samples of one length share it
             while len(self._log_tables) >= 2:
                 del self._log_tables[next(iter(self._log_tables))]
             self._log_tables[key] = self._log_table(n, ends)
