@@ -33,6 +33,8 @@ def resolve_device(name=None, kinds: tuple[str, ...] = ("cpu", "cuda"), what: st
         raise RaspError(f"unknown device {name!r}", hint=hint) from None
     if dev.type not in kinds:
         raise RaspError(f"device {name!r}: {what} run on {' or '.join(kinds)}", hint=hint)
+    if dev.type == "cpu" and dev.index not in (None, 0):  # torch accepts cpu:1 and runs on the one CPU
+        raise RaspError(f"device {name!r}: there is one CPU device (cpu or cpu:0)", hint=hint)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise RaspError(f"device {name!r}: CUDA is not available here", hint="use cpu or auto")

@@ -53,10 +53,14 @@ def parse_alphabet_option(text: str) -> tuple[str, ...]:
             raise RaspError(f"--alphabet {text}: choose 1..{len(STANDARD_SYMBOLS)} symbols, or list them",
                             hint=f"--alphabet N takes the first N of a-z A-Z 0-9; or list symbols: --alphabet a,b,c")
         return STANDARD_SYMBOLS[:n]
-    symbols = tuple(s for s in re.split(r"[,\s]+", text) if s)
-    if not symbols:
+    if not text:
         raise RaspError("--alphabet is empty", hint="list symbols: --alphabet a,b,c")
-    return symbols
+    # commas separate (spaces around them allowed); an empty item is a typo, not a symbol to drop
+    items = [item.strip() for item in text.split(",")]
+    if "" in items:
+        raise RaspError(f"--alphabet {text}: an empty symbol between commas",
+                        hint="list symbols as a,b,c or 'a b c'")
+    return tuple(s for item in items for s in item.split())
 
 
 def mentioned_symbols(module: A.Module) -> list[str]:

@@ -85,6 +85,7 @@ def test_replacement_alphabets_are_checked_as_declared_ones(alphabet, message):
     ({"device": "tpu"}, "unknown device"),
     ({"device": "CPU"}, "unknown device"),
     ({"device": "meta"}, "run on cpu or cuda"),
+    ({"device": "cpu:1"}, "one CPU device"),
     ({"dtype": torch.int64}, "unknown dtype"),
     ({"dtype": "float8"}, "unknown dtype"),
 ])

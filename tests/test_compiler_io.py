@@ -247,6 +247,13 @@ BAD_FLAGS = [  # (argv after the program, a word the message must contain)
     (["compile", "-o", ""], "-o"),
     (["compile", "--alphabet", ""], "--alphabet"),
     (["compile", "--alphabet", "-1"], "--alphabet"),
+    # a doubled or trailing comma is a typo, not an item to drop (they were dropped silently)
+    (["compile", "--alphabet", "(,,)"], "an empty symbol between commas"),
+    (["verify", "--lengths", "16,,32"], "an empty length between commas"),
+    (["verify", "--lengths", "16,"], "an empty length between commas"),
+    (["verify", "--dtype", "float32,,float64"], "an empty dtype between commas"),
+    # torch takes cpu:1 and runs on the one CPU
+    (["verify", "--device", "cpu:1"], "one CPU device"),
 ]
 
 

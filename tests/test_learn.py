@@ -364,6 +364,7 @@ def test_cli_settings_no_task_can_meet_are_user_errors(tmp_path, capsys):
                        (["learn", "UR", "--alphabet", "1", "--out", str(tmp_path)], "--alphabet"),
                        (["learn", "UR", "--out", ""], "--out is empty"),
                        (["learn", "UR", "--bins", "", "--out", str(tmp_path)], "--bins"),
+                       (["learn", "UR", "--bins", "50,,100", "--out", str(tmp_path)], "--bins"),
                        (["report", "UR", "--jobs", "0", "--out", str(tmp_path)], "--jobs"),
                        (["report", "UR", "--fresh", "--no-train", "--out", str(tmp_path)], "--no-train"),
                        (["learn", "UF", "--positional", "rope", "--dim", "30", "--heads", "2", "--out", str(tmp_path)],

@@ -98,7 +98,7 @@ def resolve_task(name: str):
 
 def parse_bins(text: str):
     try:
-        edges = [int(x) for x in text.replace(" ", "").split(",") if x]
+        edges = [int(x) for x in text.replace(" ", "").split(",")]  # int("") refuses 50,,100 too
     except ValueError:
         raise RaspError(f"--bins {text}: expected increasing integers such as 50,100,150") from None
     if not edges or any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 1:

@@ -13,8 +13,11 @@ from ._common import add_alphabet_option, add_json_option, load_program, sum_lim
 
 
 def _ints(text: str) -> list[int]:
+    items = [item.strip() for item in text.split(",")]
+    if len(items) > 1 and "" in items:  # 16,,32 or 16, is a typo, not two lengths
+        raise argparse.ArgumentTypeError(f"an empty length between commas in {text!r}")
     try:
-        vals = [int(x) for x in text.replace(",", " ").split()]
+        vals = [int(x) for item in items for x in item.split()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected integers like 16,256,4096, got {text!r}") from None
     if not vals or any(v < 1 for v in vals):
@@ -86,7 +89,11 @@ def _run(args: argparse.Namespace) -> int:
                                ("--max-new", args.max_new, 0), ("--seed", args.seed, 0), ("--budget", args.budget, 0)):
         if value is not None and not value >= least:  # not >=: NaN is refused too
             raise RaspError(f"{flag} must be at least {least}, got {value:g}")
-    dtypes = list(dict.fromkeys(d.strip() for d in args.dtype.split(",") if d.strip()))  # each once
+    items = [d.strip() for d in args.dtype.split(",")]
+    if len(items) > 1 and "" in items:
+        raise RaspError(f"--dtype {args.dtype}: an empty dtype between commas",
+                        hint="float64, float32, bfloat16 or float16, or a comma-separated list")
+    dtypes = list(dict.fromkeys(d for d in items if d))  # each once
     if args.lengths is not None:
         args.lengths = list(dict.fromkeys(args.lengths))
     if not dtypes:
