@@ -75,7 +75,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     is not here, is a :class:`RaspError`."""
     from rasp.devices import resolve_device as resolve
 
-    return resolve(device, ("cpu", "cuda"), "compiled models")
+    return resolve(device, ("cpu", "cuda"), "compiled models run")
 
 
 def resolve_dtype(dtype) -> torch.dtype:

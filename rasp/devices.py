@@ -8,14 +8,14 @@ from __future__ import annotations
 from .errors import RaspError
 
 
-def resolve_device(name=None, kinds: tuple[str, ...] = ("cpu", "cuda"), what: str = "compiled models"):
+def resolve_device(name=None, kinds: tuple[str, ...] = ("cpu", "cuda"), what: str = "compiled models run"):
     """The ``torch.device`` that ``name`` means here.
 
     ``auto`` (or None): CUDA when present, then MPS when ``kinds`` allows it and it is present, else
     the CPU. Otherwise ``cpu``, ``cuda``, ``cuda:N`` (or a ``torch.device``), of a type in ``kinds``.
     A name torch does not know, a type outside ``kinds``, a CUDA device that is not here (none, or
-    fewer than N + 1) and MPS where there is none are :class:`RaspError`s (``what`` names the user
-    in the message for a type outside ``kinds``)."""
+    fewer than N + 1) and MPS where there is none are :class:`RaspError`s (``what``, the user and
+    its verb, begins the message for a type outside ``kinds``: "training runs on cpu, cuda or mps")."""
     import torch
 
     hint = ", ".join(kinds) + (", cuda:N" if "cuda" in kinds else "") + " or auto"
@@ -32,7 +32,7 @@ def resolve_device(name=None, kinds: tuple[str, ...] = ("cpu", "cuda"), what: st
     except (RuntimeError, TypeError):
         raise RaspError(f"unknown device {name!r}", hint=hint) from None
     if dev.type not in kinds:
-        raise RaspError(f"device {name!r}: {what} run on {' or '.join(kinds)}", hint=hint)
+        raise RaspError(f"device {name!r}: {what} on {', '.join(kinds[:-1])} or {kinds[-1]}", hint=hint)
     if dev.type == "cpu" and dev.index not in (None, 0):  # torch accepts cpu:1 and runs on the one CPU
         raise RaspError(f"device {name!r}: there is one CPU device (cpu or cpu:0)", hint=hint)
     if dev.type == "cuda":

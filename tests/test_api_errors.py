@@ -115,7 +115,7 @@ def test_one_device_resolution_for_models_and_training():
             pick_device(name)
     with pytest.raises(RaspError, match="compiled models run on cpu or cuda"):
         compiler.model.resolve_device("mps")
-    with pytest.raises(RaspError, match="training run on cpu or cuda or mps"):
+    with pytest.raises(RaspError, match="training runs on cpu, cuda or mps"):
         pick_device("meta")
     if not torch.cuda.is_available():
         for resolve in (resolve_device, pick_device):

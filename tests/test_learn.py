@@ -393,7 +393,12 @@ def test_cli_report_refuses_a_damaged_result_with_no_train(tmp_path, capsys):
     # the types the report prints: each of these was an internal error in the table or the plot
     for bad, word in ((dict(good, mean_acc=["x"]), "accuracy"), (dict(good, mean_acc=[float("nan")]), "accuracy"),
                       (dict(good, bin_labels=[1]), "bin label"), (dict(good, config={"positional": 5}), "positional"),
-                      (dict(good, bins=[[1]]), "bin"), (dict(good, n_seeds="1"), "n_seeds")):
+                      (dict(good, bins=[[1]]), "bin"), (dict(good, n_seeds="1"), "n_seeds"),
+                      # helper 68: no bins failed in the plot; accuracies past 1 and an infinite time
+                      # went into the table (and --json wrote Infinity, which is not JSON)
+                      (dict(good, bins=[], bin_labels=[], mean_acc=[]), "no test bins"),
+                      (dict(good, mean_acc=[5]), "accuracy"), (dict(good, mean_acc=[-3.0]), "accuracy"),
+                      (dict(good, time_s=float("inf")), "time_s")):
         assert word in R._result_problem(bad, "UR")
         (tmp_path / "UR.json").write_text(json.dumps(bad))
         assert main(["report", "UR", "--no-train", "--out", str(tmp_path), "--json"]) == 2
@@ -407,6 +412,27 @@ def test_cli_report_refuses_a_damaged_result_with_no_train(tmp_path, capsys):
     assert "no such folder" in capsys.readouterr().err and not (tmp_path / "none").exists()
     assert main(["report", "NoSuchTask", "--out", str(tmp_path / "none")]) == 2
     assert not (tmp_path / "none").exists()
+
+
+def test_cli_files_in_the_way_and_large_learning_rates_are_refused_before_training(tmp_path, capsys, monkeypatch):
+    """A folder named like a result file, a file given as --out and a learning rate past float32 are
+    user errors before any training (they were internal errors after it); a diverged run's NaN loss
+    is written as null (standard JSON has no NaN)."""
+    import rasp.commands.learn as L
+
+    monkeypatch.setattr(L, "train_and_save", lambda *a, **k: pytest.fail("trained"))
+    base = ["--preset", "smoke", "--steps", "1", "--no-progress", "--device", "cpu"]
+    (tmp_path / "w" / "UR.json").mkdir(parents=True)
+    (tmp_path / "r" / "report.md").mkdir(parents=True)
+    (tmp_path / "f").write_text("")
+    for argv, word in ((["learn", "UR", "--out", str(tmp_path / "w")], "UR.json there is a folder"),
+                       (["report", "UR", "--out", str(tmp_path / "r")], "report.md there is a folder"),
+                       (["learn", "UR", "--out", str(tmp_path / "f")], "a file, not a folder"),
+                       (["learn", "UR", "--lr", "1e38", "--out", str(tmp_path / "x")], "--lr")):
+        assert main(argv + base) == 2, argv
+        err = capsys.readouterr().err
+        assert word in err and "internal error" not in err, (argv, err)
+    assert L.strict_json({"loss": float("nan"), "h": [1.5, float("inf")]}) == '{"loss": null, "h": [1.5, null]}'
 
 
 def test_cli_report_no_train_refuses_results_with_different_bins(tmp_path, capsys):

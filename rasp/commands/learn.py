@@ -5,6 +5,7 @@ import argparse
 import datetime
 import json
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -115,6 +116,10 @@ def resolve_preset(args) -> str:
     return "paper" if pick_device(args.device).type == "cuda" else "cpu"
 
 
+#: the largest --lr: AdamW divides it by its first bias correction (1 - 0.9) and converts it to the
+#: parameters' float32, which overflowed (an internal error) from about 3.4e37 on
+LR_CAP = 1e30
+
 #: the most torch threads --threads sets (many more crash the process when it starts them)
 MAX_THREADS = 1024
 
@@ -127,6 +132,9 @@ def config_for(args, preset: str, task_name: str):
             raise RaspError(f"--{opt.replace('_', '-')} must be at least 1")
     if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
         raise RaspError(f"--lr must be a positive number, got {args.lr}")
+    if args.lr is not None and args.lr > LR_CAP:  # AdamW failed converting it to the parameters' float32
+        raise RaspError(f"--lr {args.lr:g}: at most {LR_CAP:g} (AdamW's first step takes lr / 0.1 in float32, "
+                        "the parameters' type, which overflows past about 3.4e37)")
     if getattr(args, "first_seed", None) is not None and args.first_seed < 0:
         raise RaspError(f"--first-seed must be at least 0, got {args.first_seed}")
     if getattr(args, "threads", None) is not None:
@@ -215,8 +223,11 @@ def out_dir(text: str) -> Path:
     return out
 
 
-def check_out_dir(out: Path) -> None:
-    """The output folder must be creatable and writable before hours of training, not after."""
+def check_out_dir(out: Path, files: tuple[str, ...] = ()) -> None:
+    """The output folder must be creatable and writable before hours of training, not after, and so
+    must the ``files`` it will hold (a folder of that name, or a read-only file, failed at the end)."""
+    if out.exists() and not out.is_dir():
+        raise RaspError(f"--out {out}: a file, not a folder", hint="name a folder (it is made if missing)")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".rasp-write-test"
@@ -224,6 +235,29 @@ def check_out_dir(out: Path) -> None:
         probe.unlink()
     except OSError as exc:
         raise RaspError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+    for name in files:
+        path = out / name
+        if path.is_dir():
+            raise RaspError(f"--out {out}: {name} there is a folder, where the result file goes",
+                            hint="remove or rename it, or choose another --out")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise RaspError(f"--out {out}: {name} there is not writable", hint="choose another --out")
+
+
+def strict_json(value, **kwargs) -> str:
+    """JSON text without NaN or Infinity, which standard JSON has not (a diverged run's loss is NaN):
+    a float that is not finite is written as null."""
+    return json.dumps(_finite(value), allow_nan=False, **kwargs)
+
+
+def _finite(v):
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
 
 
 def log_stderr(msg: str) -> None:
@@ -238,7 +272,7 @@ def train_and_save(task, cfg, preset: str, args, out: Path) -> dict:
     result["command"] = "rasp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
     result["date"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{task.name}.json").write_text(json.dumps(result, indent=1))
+    (out / f"{task.name}.json").write_text(strict_json(result, indent=1))
     plot_task(result, out / f"{task.name}.png")
     return result
 
@@ -322,9 +356,10 @@ def run(args: argparse.Namespace) -> int:
     preset = resolve_preset(args)
     cfg = config_for(args, preset, task.name)
     out = out_dir(args.out)
+    check_out_dir(out, (f"{task.name}.json", f"{task.name}.png"))
     result = train_and_save(task, cfg, preset, args, out)
     if args.json:
-        print(json.dumps(result))
+        print(strict_json(result))
     else:
         print_result(result)
         print(f"wrote {out / (task.name + '.json')} and {out / (task.name + '.png')}")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import RaspError, read_json_file
 from .learn import (SEED_TASKS, add_training_options, check_out_dir, config_for, log_stderr, out_dir, resolve_preset,
-                    resolve_task, train_and_save)
+                    resolve_task, strict_json, train_and_save)
 
 
 def register(sub) -> None:
@@ -36,6 +36,10 @@ def register(sub) -> None:
     p.set_defaults(func=lambda a: run_report(a, a.tasks or list(SEED_TASKS)))
 
 
+#: the files a report writes besides each task's TASK.json and TASK.png
+REPORT_FILES = ("report.md", "report.json", "report.png")
+
+
 def run_report(args: argparse.Namespace, names: list[str]) -> int:
     from ..learn.report import markdown, plot_report, print_rows, report_rows
 
@@ -57,6 +61,8 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
                             hint="run without --no-train first, or give the folder of earlier results")
     else:
         out = out_dir(args.out)
+        # every file a report writes, before any training (a folder in the way failed at the end)
+        check_out_dir(out, REPORT_FILES + tuple(f"{n}.{ext}" for n in tasks for ext in ("json", "png")))
     jobs = getattr(args, "jobs", None)
     jobs = 1 if jobs is None else jobs
     if jobs < 1:
@@ -95,12 +101,12 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
     _same_table(results)
     rows = report_rows(results, tasks)
     md = markdown(rows)
-    check_out_dir(out)  # (--no-train: the folder of the results, which must take the report too)
+    check_out_dir(out, REPORT_FILES)  # (--no-train: the folder of the results, which must take the report too)
     (out / "report.md").write_text(md)
-    (out / "report.json").write_text(json.dumps(rows, indent=1))
+    (out / "report.json").write_text(strict_json(rows, indent=1))
     plot_report(rows, out / "report.png")
     if args.json:
-        print(json.dumps(rows))
+        print(strict_json(rows))
     else:
         print_rows(rows)
         print(f"wrote {out / 'report.md'}, {out / 'report.png'}, {out / 'report.json'}")
@@ -161,7 +167,8 @@ def _read_result(path: Path, name: str, *, must: bool) -> dict | None:
     except RaspError as exc:
         if must:  # located at the line and column where the JSON breaks
             raise
-        problem = f"not readable as JSON ({exc.message})"
+        at = f" at line {exc.span.line}, column {exc.span.column}" if exc.span is not None else ""
+        problem = f"{exc.message}{at}"
     if problem is None:
         return r
     if must:
@@ -186,6 +193,8 @@ def _result_problem(r, name: str) -> str | None:
         return f"no list {bad[0]!r}"
     if not len(r["bins"]) == len(r["bin_labels"]) == len(r["mean_acc"]):
         return "bins, bin_labels and mean_acc differ in length"
+    if not r["bins"]:
+        return "no test bins"
     if not all(isinstance(x, dict) and "steps" in x for x in r["seeds"]):
         return "a seed without its steps"
     missing = [k for k in ("n_successful", "n_seeds", "all_failed", "time_s") if k not in r]
@@ -200,11 +209,11 @@ def _result_problem(r, name: str) -> str | None:
         return "a bin that is not [low, high]"
     if not all(isinstance(x, str) for x in r["bin_labels"]):
         return "a bin label that is not text"
-    if not all(a is None or (type(a) in (int, float) and math.isfinite(a)) for a in r["mean_acc"]):
-        return "an accuracy that is not a finite number or null"
+    if not all(a is None or (type(a) in (int, float) and 0 <= a <= 1) for a in r["mean_acc"]):
+        return "an accuracy that is not a number from 0 to 1 or null"
     if not (type(r["n_successful"]) is int and type(r["n_seeds"]) is int and type(r["all_failed"]) is bool
-            and type(r["time_s"]) in (int, float)):
-        return "n_successful, n_seeds, all_failed or time_s of the wrong type"
+            and type(r["time_s"]) in (int, float) and math.isfinite(r["time_s"]) and r["time_s"] >= 0):
+        return "n_successful, n_seeds, all_failed or time_s of the wrong type (time_s: seconds, finite)"
     return None
 
 

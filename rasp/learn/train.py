@@ -126,7 +126,7 @@ def pick_device(name: str = "auto") -> torch.device:
     :class:`~rasp.errors.RaspError`."""
     from ..devices import resolve_device
 
-    return resolve_device(name, ("cpu", "cuda", "mps"), "training")
+    return resolve_device(name, ("cpu", "cuda", "mps"), "training runs")
 
 
 def device_name(dev: torch.device) -> str:
