@@ -73,6 +73,7 @@ from fractions import Fraction
 from . import ast as A
 from .errors import ExpansionError, RaspError, Span, TooLargeError
 from .expand import expand
+from .parser import INT_LIMIT
 from .guards import GuardForm, analyze_relation, eval_relation, int64_op, periodic_residues, select_comparison, wrap64
 from .program import Program
 from .typecheck import POSITION_BOUND, check_module, symbol_comparison
@@ -563,7 +564,15 @@ def _balanced(items: list, join, empty):
 
 
 def _int(v: int):
+    """The constant v as an expression. Past the largest literal (2^31 - 1; the quotient lowering scales
+    constants by divisors) it is written as the parser reads ``2147483647 * q + r``, so that the
+    printed proof parses back (it printed a literal the language refuses)."""
     v = int(v)
+    if abs(v) > INT_LIMIT:
+        q, r = divmod(abs(v), INT_LIMIT)
+        e = A.Scale(INT_LIMIT, _int(q))
+        e = A.Add(e, A.IntConst(r)) if r else e
+        return e if v > 0 else A.Neg(e)
     return A.IntConst(v) if v >= 0 else A.Neg(A.IntConst(-v))
 
 

@@ -567,6 +567,21 @@ def test_quotients_of_counts_in_maps_lower_to_comparisons(body, seed):
     assert [model.run(t) for t in inputs[:4]] == [p.run(t) for t in inputs[:4]]
 
 
+@pytest.mark.parametrize("body", ["x / 3 < 0 - 2147483647 * 1000", "x / 65536 / 65536 >= 1",
+                                  "x / 7 == 2147483647", "x / 2 > 2147483647 * 3 + 5"])
+def test_a_lowered_constant_past_the_largest_literal_prints_as_a_program(body):
+    """k E can pass 2^31 - 1, the largest literal: the lowered program writes it as the parser reads
+    ``2147483647 * q + r`` (helper 66: the proof printed ``A < -6442450941000``, which rasp check and
+    rasp run refused), and the printed proof parses back to the same program."""
+    p = rasp.parse(f'alphabet a b\nA = #"a"\nX = map(x -> {body}, A)\n')
+    low = lower(p)
+    assert low is not None and verdict_for_raspl(p).fragment == "C-RASP"
+    again = rasp.parse(str(low))
+    assert again.core == low.core
+    inputs = [["a"] * n for n in (1, 5, 9)] + [["b", "a"] * 4]
+    assert [again.run(t) for t in inputs] == [p.run(t) for t in inputs] == [low.run(t) for t in inputs]
+
+
 def test_quotients_that_are_not_comparisons_stay_outside():
     """A residue of a count (parity), a quotient used as a number, two quotients compared, a quotient
     scaled by a constant other than 1 or -1: not lowered, each with its reason."""
