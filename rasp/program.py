@@ -210,8 +210,17 @@ class Program:
     @functools.cached_property
     def _reevaluate_bytes(self) -> int:
         """Bytes a re-evaluation holds per position: every core definition's value (bools 1 byte,
-        counts 8)."""
-        return sum(1 if d.type == A.BOOL else 8 for d in self.core.defs)
+        counts and RASP-L values 8, a selector's keys and queries 16) and, for a program with a RASP-L
+        ``select``, the working memory of one query chunk per key position (:class:`rasp.interp._Selector`
+        narrows its chunks to one query once a batch has more than ``SELECT_CELLS / 2`` positions, so the
+        mask and the aggregate's copies then grow with the positions: about 35 bytes per cell beyond the
+        stored values, measured with tracemalloc on a ``max`` aggregate over 2.1M cells in one-query
+        chunks, 52 bytes per position in all; below, they stay under about 140 MB whatever the length
+        (``raspl_sort.rasp`` at 100,000 tokens: 138 MB peak), which the estimate leaves out)."""
+        per = sum(1 if d.type == A.BOOL else 16 if d.type == A.SELECTOR else 8 for d in self.core.defs)
+        if self.checked.raspl and any(isinstance(n, A.Select) for d in self.core.defs for n in A.walk(d.expr)):
+            per += SELECT_BYTES_PER_CELL
+        return per
 
     def _generate_reevaluate(self, seqs: list[np.ndarray], max_new: int | None) -> list[list[str]]:
         """Greedy decoding by re-evaluating the whole program after every generated token."""
@@ -247,6 +256,10 @@ class Program:
             active = still
         return (generated, active) if with_active else generated
 
+
+#: a RASP-L selector's working memory per (query, key) cell: a bool mask and an aggregate's int64
+#: copies of it (about 35 bytes measured, see :meth:`Program._reevaluate_bytes`), rounded up
+SELECT_BYTES_PER_CELL = 40
 
 #: the cost model of :meth:`Program._generate`, measured on one core of the 2-core container (uf over
 #: 150 symbols, ur, a one-definition program; prompts of 16 to 20,000 tokens): a re-evaluation step

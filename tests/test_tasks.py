@@ -440,6 +440,32 @@ def test_generation_streams_at_once_where_a_reevaluation_would_not_fit(monkeypat
     assert p._generate(seqs, None) == [["c"] * 3] and calls == [102]
 
 
+def test_reevaluation_memory_counts_a_selectors_working_memory():
+    """A RASP-L select's chunks narrow to one query on long inputs, so its mask and the aggregate's
+    copies grow with the positions: the estimate adds them (it counted stored values only, 11 bytes
+    per position against about 2.6 KB measured at 20,000 tokens)."""
+    import rasp.program as P
+    from rasp import interp
+
+    base = 'alphabet a b\nC = map(t -> t, tokens)\n'
+    plain = rasp.parse(base + 'X = C > 0\n')
+    sel = rasp.parse(base + 'S = aggregate(select(tokens, tokens, <=), C, max, 0)\nX = S > 0\n')
+    assert plain._reevaluate_bytes == 8 + 1
+    assert sel._reevaluate_bytes == 8 + 8 + 1 + P.SELECT_BYTES_PER_CELL
+    # the per-cell figure covers what a chunk one query wide holds per (row, key) cell: many short
+    # rows narrow the chunks as one long row would (B x N cells past SELECT_CELLS / 2), in O(B N^2)
+    rows, n = interp.SELECT_CELLS // 16 + 1, 8
+    assert interp.SELECT_CELLS // (rows * n) == 1
+    import tracemalloc
+    batch = interp.make_batch([np.arange(n) % 2] * rows)
+    tracemalloc.start()
+    values = interp.evaluate(sel.core, batch)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert values["X"].shape == (rows, n) and values["X"][0].tolist() == [False, True] * (n // 2)
+    assert peak <= sel._reevaluate_bytes * rows * n, (peak, rows * n)
+
+
 @pytest.mark.parametrize("name", ["dyck1", "d2", "UR"])
 def test_run_batch_groups_inputs_by_length(name, monkeypatch):
     """run_batch runs inputs of similar lengths together (a batch is padded to its longest input):
