@@ -49,8 +49,9 @@ def compile_raspl(program: Program | str | Path, *, max_length: int | None = Non
     ``max_length`` and compiles to a model exact up to that many tokens; without it, a
     :class:`RaspError` located at the first part that does not lower says so. With ``max_length``, a
     program outside C-RASP[periodic, local] only for its guards or ``pos[...]`` of absolute positions
-    (``#[j <= 3] P``, which RASP-L writes as one select comparison; ``pos[i == 1]``), with or without
-    RASP-L primitives, compiles bounded too: those relations are enumerated below N."""
+    past the rewrite's caps (``#[j <= 2000000] P``; small ones such as ``#[j <= 3] P`` and
+    ``pos[i == 1]`` are eventually periodic and compile exactly), with or without RASP-L primitives,
+    compiles bounded too: those relations are enumerated below N."""
     if max_length is not None and (type(max_length) is bool or not isinstance(max_length, (int, np.integer))
                                    or max_length < 1):  # (above MAX_BOUNDED_LENGTH: the lowering says why)
         raise RaspError(f"max_length must be None or an integer >= 1 (at most {MAX_BOUNDED_LENGTH}), got {max_length!r}")

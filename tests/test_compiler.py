@@ -119,6 +119,76 @@ def test_dense_reference_equals_fast_paths(path):
                 assert np.array_equal(a, c), (dtype, b)
 
 
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
+def test_weights_keep_the_documented_invariants(path):
+    """docs/compiler.md, "Invariants": (1) every sublayer reads only residual dimensions that the
+    embedding or an earlier sublayer writes (read off the weights themselves, not the plan that
+    asserts it); (2) every head's value row is an integer combination of bool and flag dimensions,
+    plus a half-integer multiple of bos for a uniform head (the sign of its average is then exact);
+    (3) every bool dimension is exactly 0 or 1, and 0 at BOS, on random inputs in float64."""
+    from compiler.weights import bos_column
+
+    model = _compiled(path)
+    if model is None:
+        pytest.skip("not in the class")
+    tensors, arch = model._weights, model.config["architecture"]
+    enc = np.array([r["encoding"] for r in model.config["residual"]])
+    bos = bos_column(tensors)
+    assert bos is not None and enc[bos] == "flag"
+
+    def cols(name):
+        shape, idx, v = tensors[name]
+        return set(np.asarray(idx[1])[np.asarray(v) != 0].tolist())
+
+    def rows(name):
+        shape, idx, v = tensors[name]
+        return set(np.asarray(idx[0])[np.asarray(v) != 0].tolist())
+
+    written = cols("embed.token") | {c for name in tensors if name.startswith("embed.periodic_") for c in cols(name)}
+    for l, spec in enumerate(arch["layers"]):
+        p = f"layers.{l}."
+        for reads, writes in ((("attn.W_Q", "attn.W_K", "attn.W_V"), "attn.W_O"), (("sign.W_in",), "sign.W_out"),
+                              (("mlp.W_1",), "mlp.W_2")):
+            if p + writes not in tensors:
+                continue
+            read = set().union(*(cols(p + r) for r in reads if p + r in tensors))
+            assert read <= written, (l, writes, sorted(read - written)[:5])
+            written |= rows(p + writes)
+        if p + "attn.W_V" in tensors:
+            shape, idx, v = tensors[p + "attn.W_V"]
+            idx, v = np.asarray(idx), np.asarray(v)
+            for h, head in enumerate(spec["heads"]):
+                sel = idx[0] == h
+                for c, x in zip(idx[1][sel].tolist(), v[sel].tolist()):
+                    if c == bos and head["kind"] == "uniform":
+                        assert (2 * x) % 2 == 1, (l, h, x)  # a half-integer
+                    else:
+                        assert float(x).is_integer() and enc[c] in ("bool", "flag"), (l, h, c, enc[c], x)
+    bools = np.flatnonzero(enc == "bool")
+    rng = np.random.default_rng(3)
+    p = model.program
+    for n in (1, 4, 9, 17):
+        res = model.residual([str(t) for t in rng.choice(list(p.symbols), size=n)], dtype="float64")
+        assert res.shape[0] == n + 1
+        assert np.all((res[:, bools] == 0) | (res[:, bools] == 1)) and not res[0, bools].any()
+
+
+def test_the_plan_refuses_an_operation_before_its_inputs():
+    """The plan's own check (an AssertionError, an internal error) fires when a node's slot is not
+    after every input's."""
+    from compiler.graph import build_graph
+    from compiler.plan import plan_layers
+    from rasp.rewrite import rewrite_core
+
+    p = rasp.load(ROOT / "programs" / "dyck1.cr")
+    graph = build_graph(rewrite_core(p.core))
+    plan_layers(graph)
+    late = next(n for n in graph.nodes if n.inputs and n.slot > 0)
+    late.slot = max(graph.nodes[i].slot for i in late.inputs)
+    with pytest.raises(AssertionError, match="of a later or equal slot"):
+        plan_layers(graph)
+
+
 GENERATORS = [p for p in PROGRAMS if "output generate" in p.read_text()]
 
 
