@@ -110,6 +110,7 @@ class Program:
         """Every definition at every position for a batch: name -> (B, N) array (rows right-padded);
         a RASP-L selector definition's value is an ``interp._Selector`` (its ``masks()`` give the
         selected keys chunk by chunk, not an (B, N, N) array)."""
+        check_batch(inputs, None, "evaluate")  # a string was a batch of one-character inputs
         return evaluate(self.core, make_batch(self.encode_batch(inputs)))
 
     def encode_batch(self, inputs: Sequence[Tokens]) -> list[np.ndarray]:
@@ -331,16 +332,18 @@ def split_tokens(tokens: Tokens) -> list[str]:
                         hint='e.g. "a b a" or ["a", "b", "a"]') from None
 
 
-def check_batch(inputs, max_new) -> None:
-    """The arguments of a ``run_batch`` (the interpreter's and a compiled model's): a sequence of
-    inputs (a single string is one input: use ``run``) and ``max_new`` None or an int >= 0."""
+def check_batch(inputs, max_new, what: str = "run_batch") -> None:
+    """The arguments of a ``run_batch`` (the interpreter's and a compiled model's; ``what`` names the
+    method): a sequence of inputs (a single string is one input: use ``run``) and ``max_new`` None or
+    an int >= 0."""
     if isinstance(inputs, str):
-        raise RaspError("run_batch takes a list of inputs, not one string (its characters would be inputs)",
-                        hint=f"one input: run({inputs[:20]!r}); several: run_batch([...])")
+        one = f"run({inputs[:20]!r})" if what == "run_batch" else f"{what}([{inputs[:20]!r}])"
+        raise RaspError(f"{what} takes a list of inputs, not one string (its characters would be inputs)",
+                        hint=f"one input: {one}; several: {what}([...])")
     try:
         len(inputs)
     except TypeError:
-        raise RaspError(f"run_batch takes a list of inputs, not {type(inputs).__name__}") from None
+        raise RaspError(f"{what} takes a list of inputs, not {type(inputs).__name__}") from None
     if max_new is not None and (isinstance(max_new, bool) or not isinstance(max_new, (int, np.integer))
                                 or max_new < 0):
         raise RaspError(f"max_new must be None or an integer >= 0, got {max_new!r}")

@@ -132,12 +132,15 @@ class Task:
                 hint="tasks whose alphabet can change: " + ", ".join(n for n, t in TASKS.items() if t.variable_alphabet),
             )
         if not alph:
-            raise RaspError(f"task {self.name}: the alphabet is empty")
+            raise RaspError(f"task {self.name}: the alphabet is empty", hint="list symbols: --alphabet a,b,c")
         if len(set(alph)) != len(alph):
-            raise RaspError(f"task {self.name}: the alphabet lists a symbol twice")
+            twice = next(x for x in alph if alph.count(x) > 1)
+            raise RaspError(f"task {self.name}: the alphabet lists a symbol twice ({twice})",
+                            hint="list each symbol once")
         clash = [s for s in alph if s in self.special]
         if clash:
-            raise RaspError(f"task {self.name}: {clash[0]} is a special token, not a data symbol")
+            raise RaspError(f"task {self.name}: {clash[0]} is a special token, not a data symbol",
+                            hint=f"list only data symbols; the task adds {' '.join(self.special)} itself")
         return alph
 
     def min_length(self, alphabet: Sequence[str] | None = None) -> int:
@@ -164,7 +167,8 @@ class Task:
             raise RaspError(
                 f"task {self.name} cannot make an input of length {length} with an alphabet of "
                 f"{len(alph)} symbol{'' if len(alph) == 1 else 's'}: {rng_text}",
-                hint=why,
+                hint=why or (f"give a length from {lo}" + (f" to {hi}" if hi is not None else " on")
+                             if hi is None or hi >= lo else "use a larger alphabet"),
             )
         tokens = self._sample(rng, length, alph)
         assert len(tokens) == length, (self.name, length, tokens)

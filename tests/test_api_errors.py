@@ -52,9 +52,13 @@ def test_a_batch_error_names_its_input(ur):
 
 def test_inputs_of_the_wrong_type(ur):
     p, m = ur
-    for call in (lambda: m.run_batch("a b"), lambda: p.run_batch("a b")):
+    # Program.evaluate too (helper 69: it took "ab" as the two inputs "a" and "b")
+    for call in (lambda: m.run_batch("a b"), lambda: p.run_batch("a b"), lambda: p.evaluate("a b")):
         with pytest.raises(RaspError, match="not one string"):
             call()
+    with pytest.raises(RaspError, match="evaluate takes a list of inputs, not int"):
+        p.evaluate(5)
+    assert p.evaluate(["a b c a <sep> b"]).keys() == p.evaluate([["a", "b", "c", "a", "<sep>", "b"]]).keys()
     for call in (lambda: rasp.run(p, None), lambda: m.run(5), lambda: p.run_batch([None])):
         with pytest.raises(RaspError, match="an input is a string of tokens or a sequence"):
             call()

@@ -160,10 +160,17 @@ def test_impossible_requests_say_why():
     # too short: no hint about the upper limit (it said "length <= |alphabet| + 1" for UF at length 1)
     with pytest.raises(rasp.RaspError) as e:
         T.get("UF").sample(rng, 1)
-    assert "its inputs have 2 to 151 tokens" in str(e.value) and e.value.hint is None
+    assert "its inputs have 2 to 151 tokens" in str(e.value) and e.value.hint == "give a length from 2 to 151"
     with pytest.raises(rasp.RaspError) as e:
         T.get("UR").sample(rng, 10, alphabet=["a"])
     assert "an alphabet of 1 symbol: it has no inputs over so few symbols" in str(e.value)
+    # every refusal has a hint (helper 69: --length 3 for UR, --length 8-5, --alphabet a,a had none)
+    with pytest.raises(rasp.RaspError) as e:
+        T.get("UR").sample(rng, 3)
+    assert e.value.hint == "give a length from 5 on"
+    with pytest.raises(rasp.RaspError) as e:
+        T.get("majority").sample(rng, 5, alphabet=["a", "b", "a"])
+    assert "twice (a)" in e.value.message and e.value.hint
     with pytest.raises(rasp.RaspError) as e:
         T.get("parity").sample(rng, 10, alphabet=["a", "b"])
     assert "fixed alphabet" in str(e.value)

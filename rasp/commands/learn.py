@@ -42,7 +42,8 @@ def add_training_options(p: argparse.ArgumentParser) -> None:
                    help="CPU threads for torch (default: torch's choice). On a shared machine 1 is often fastest: "
                    "idle threads spin while they wait for each other")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (one object; with --list or --all, and for rasp report, a list with "
+                   "one object per task)")
 
 
 def register(sub) -> None:

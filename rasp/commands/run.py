@@ -43,9 +43,10 @@ def format_output(kind: str, output) -> str:
 def run(args: argparse.Namespace) -> int:
     program = load_program(args.program, args.alphabet)
     if args.trace is not None and Path(args.trace).suffix.lower() not in (".html", ".htm", ".txt"):
-        raise RaspError(f"--trace {args.trace}: the file must end in .html or .txt")
+        raise RaspError(f"--trace {args.trace}: the file must end in .html or .txt",
+                        hint="--trace trace.html (a table per input) or --trace trace.txt")
     if args.max_new is not None and args.max_new < 0:
-        raise RaspError("--max-new must be at least 0")
+        raise RaspError("--max-new must be at least 0", hint="the most tokens a generator may add; 0 generates none")
     inputs, labels = [], []
     for toks, name, line_no, cols, text in read_inputs(args.tokens):
         encode_located(program, toks, name, line_no, cols, text)  # located alphabet errors

@@ -99,7 +99,7 @@ def _lengths(text: str, rng: np.random.Generator, count: int, task, alphabet) ->
     lo = int(m.group(1))
     hi = int(m.group(2)) if m.group(2) else lo
     if hi < lo:
-        raise RaspError(f"--length {text}: the range is empty")
+        raise RaspError(f"--length {text}: the range is empty", hint=f"write the smaller length first: --length {hi}-{lo}")
     if hi > lo:  # a range: the lengths the task has (a single N outside them is the sampler's located error)
         ok = task.lengths(lo, hi, alphabet)
         if not ok:
