@@ -6,6 +6,7 @@ empty input) is a :class:`RaspError`. The CLI prints :meth:`RaspError.render` an
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
 
 
@@ -93,9 +94,40 @@ def caret_lines(source: str | None, span: "Span | None", indent: str = "  ") -> 
     start = max(span.column - 1, 0)
     width = max(span.end_column - span.column if span.end_line == span.line else len(text) - start, 1)
     text, start, width = _excerpt(text, start, width)
-    # the caret line copies the line's tabs, so that it lines up however wide a tab shows
-    pad = "".join(c if c == "\t" else " " for c in text[:start]) + " " * max(start - len(text), 0)
-    return [indent + text, indent + pad + "^" * width]
+    shown, cols = _display(text)
+    # the caret goes under the span's display columns: wide characters take 2, combining ones 0,
+    # a tab up to the next multiple of 8 (expanded here, in the line too, so that both agree)
+    lo = cols[min(start, len(text))] + max(start - len(text), 0)
+    hi = cols[min(start + width, len(text))] + max(start + width - len(text), 0)
+    return [indent + shown, indent + " " * lo + "^" * max(hi - lo, 1)]
+
+
+#: shown as escapes in a quoted source line, with control characters and line or paragraph
+#: separators: they would reorder, hide or break what the terminal prints
+_INVISIBLE = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+TAB_STOP = 8
+
+
+def _display(text: str) -> tuple[str, list[int]]:
+    """A source line as printed under a message (tabs expanded, control and bidi characters as
+    escapes) and the display column where each of its characters starts (one entry more: the end),
+    by the terminal widths of :func:`wcwidth.wcwidth`."""
+    from wcwidth import wcwidth
+
+    out, cols, col = [], [], 0
+    for c in text:
+        cols.append(col)
+        if c == "\t":
+            piece = " " * (TAB_STOP - col % TAB_STOP)
+            w = len(piece)
+        else:
+            w = -1 if c in _INVISIBLE or unicodedata.category(c) in ("Cc", "Zl", "Zp") else wcwidth(c)
+            piece = c if w >= 0 else c.encode("unicode_escape").decode("ascii")
+            w = w if w >= 0 else len(piece)
+        out.append(piece)
+        col += w
+    cols.append(col)
+    return "".join(out), cols
 
 
 def _excerpt(text: str, start: int, width: int) -> tuple[str, int, int]:
@@ -198,8 +230,11 @@ def not_utf8(data: bytes, start: int, message: str, *, filename: str, hint: str,
     """The error for ``data`` (text read as bytes, its first line numbered ``first_line``) whose byte
     at ``start`` is not UTF-8: located at that byte's line and column (characters before it on its
     line, each undecodable byte counted as one), with the text decoded leniently for the caret."""
-    line_start = data.rfind(b"\n", 0, start) + 1
-    col = len(data[line_start:start].decode("utf-8", errors="replace")) + 1
-    line = first_line + data.count(b"\n", 0, start)
+    # lines end as text mode reads them (\r\n, \r, \n: a CR-only file was one line here)
+    before = data[:start].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    line_start = before.rfind(b"\n") + 1
+    col = len(before[line_start:].decode("utf-8", errors="replace")) + 1
+    line = first_line + before.count(b"\n")
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     return RaspError(message, Span(line, col, line, col + 1), hint,
-                     source="\n" * (first_line - 1) + data.decode("utf-8", errors="replace"), filename=filename)
+                     source="\n" * (first_line - 1) + text, filename=filename)

@@ -574,7 +574,8 @@ def test_excerpt_is_the_numbered_line_and_a_window_of_a_long_one(tmp_path, capsy
     assert lines[0].startswith(f"{f}:3:12:") and lines[1] == '  M = #"a" > N' and lines[2] == "  " + " " * 11 + "^"
     assert main(["run", DYCK, "(\u2028)", "x"]) == 2
     lines = capsys.readouterr().err.split("\n")
-    assert lines[0].startswith("<argv>:1:5:") and lines[1] == "  (\u2028) x" and lines[2] == "      ^"
+    # shown as an escape (a terminal may break the line there), the caret under x all the same
+    assert lines[0].startswith("<argv>:1:5:") and lines[1] == "  (\\u2028) x" and lines[2] == "  " + " " * 9 + "^"
     monkeypatch.setattr(sys, "stdin", io.StringIO("( " * 300000 + "x )\n"))
     assert main(["run", DYCK]) == 2
     lines = capsys.readouterr().err.splitlines()
@@ -583,16 +584,61 @@ def test_excerpt_is_the_numbered_line_and_a_window_of_a_long_one(tmp_path, capsy
 
 
 def test_caret_lines_up_under_tabs(tmp_path, capsys):
-    """The caret line repeats the source line's tabs, so the caret sits under the offending character
-    however wide a terminal shows a tab."""
+    """The excerpt and the caret line expand tabs alike (to multiples of 8 columns), so the caret sits
+    under the offending text, and a span with tabs inside gets a caret per column it covers (it got
+    one per character: 20 carets under 39 columns; helper 70)."""
     f = tmp_path / "tab.rasp"
     f.write_text('alphabet a b\n\tX =\t#"a" > Q\n')
     assert main(["check", str(f)]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith(f"{f}:2:13:")
     src, caret = lines[1], lines[2]
-    assert caret.index("^") == src.index("Q") and caret[:caret.index("^")].replace("\t", " ").strip() == ""
-    assert caret.count("\t") == 2
+    assert "\t" not in src + caret and src == "          X =     #\"a\" > Q"
+    assert caret.index("^") == src.index("Q") and caret.strip() == "^"
+    f.write_text('alphabet a b\nX = #"a"\tif\t"a"\telse\t"b"\n')
+    assert main(["check", str(f)]) == 2
+    src, caret = capsys.readouterr().err.splitlines()[1:3]
+    assert caret.index("^") == src.index("#") and caret.rstrip().endswith("^") and len(caret) == len(src)
+
+
+@pytest.mark.parametrize("symbol, width", [("中", 2), ("😀", 2), ("e\u0301", 1), ("ｘ", 2)])
+def test_caret_counts_display_columns(tmp_path, capsys, symbol, width):
+    """Wide characters take two terminal columns and combining ones none: the caret is placed and
+    sized by display columns (by code points it sat one column left of the name after a CJK symbol,
+    and under 4 of 6 columns; helper 70)."""
+    f = tmp_path / "wide.rasp"
+    f.write_text(f'alphabet a "{symbol}"\nX = "{symbol}" && Y\nZ = "{symbol}" + 1 > 0\n', encoding="utf-8")
+    assert main(["check", str(f)]) == 2
+    src, caret = capsys.readouterr().err.splitlines()[1:3]
+    assert caret == " " * (len('  X = "') + width + len('" && ')) + "^", (src, caret)
+
+
+def test_bidi_controls_in_a_quoted_line_are_escapes(tmp_path, capsys):
+    """A right-to-left override in a comment would reorder the printed line around the caret: it is
+    shown as its escape, and the caret still sits under the name."""
+    f = tmp_path / "bidi.rasp"
+    f.write_text('alphabet a b\nX = #"a" > Q // \u202e hi\n', encoding="utf-8")
+    assert main(["check", str(f)]) == 2
+    src, caret = capsys.readouterr().err.splitlines()[1:3]
+    assert "\u202e" not in src and "\\u202e" in src and caret.index("^") == src.index("Q")
+
+
+def test_cr_only_line_ends_on_stdin_and_in_undecodable_files(tmp_path, capsys, monkeypatch):
+    """A lone CR ends a line on stdin (it was one line: 'a b\\rb a' ran as one input) and when a
+    byte that is not UTF-8 is located (program files already read CR as a line end)."""
+    f = tmp_path / "ok.rasp"
+    f.write_text('alphabet a b\nX = #"a" > #"b"\n')
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a a\rb a\r")))
+    assert main(["run", str(f)]) == 0
+    assert capsys.readouterr().out.splitlines() == ["a a\taccept", "b a\treject"]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a a\rb a\rb c\r")))
+    assert main(["run", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("<stdin>:3:3:") and err.splitlines()[1] == "  b c"
+    bad = tmp_path / "bad8.rasp"
+    bad.write_bytes(b"alphabet a b\rX = \xfe\r")
+    assert main(["check", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"{bad}:2:5:")
 
 
 def test_a_byte_that_is_not_utf8_is_located(tmp_path, capsys):

@@ -84,14 +84,18 @@ def _stdin_lines() -> Iterator[tuple[int, str]]:
         for n, line in enumerate(sys.stdin, start=1):
             yield n, line.removeprefix("\ufeff") if n == 1 else line
         return
-    for n, data in enumerate(buffer, start=1):
-        if n == 1:
-            data = data.removeprefix(b"\xef\xbb\xbf")
-        try:
-            yield n, data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise not_utf8(data, exc.start, f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
-                           filename="<stdin>", hint=STDIN_HINT, first_line=n) from None
+    n = 0
+    for chunk in buffer:
+        if n == 0:
+            chunk = chunk.removeprefix(b"\xef\xbb\xbf")
+        # a line ends at \n, \r\n or a lone \r, as program files' lines do (CR-only input was one line)
+        for data in chunk.removesuffix(b"\n").removesuffix(b"\r").split(b"\r"):
+            n += 1
+            try:
+                yield n, data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise not_utf8(data, exc.start, f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
+                               filename="<stdin>", hint=STDIN_HINT, first_line=n) from None
 
 
 def encode_located(program: Program, toks, name, line_no, cols, line_text):
