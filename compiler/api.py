@@ -539,7 +539,8 @@ def load(directory: str | Path) -> CompiledModel:
         try:
             model.program  # noqa: B018 - parse the source now so that a broken config fails here
         except RaspError as exc:
-            raise RaspError(f"{cfg_file}: the stored program does not parse: {exc.message}") from None
+            raise RaspError(f"{cfg_file}: the stored program does not parse: {exc.message}",
+                            hint="the file was changed after rasp compile wrote it: compile the program again") from None
         if tuple(model.program.symbols) != model.symbols:
             raise RaspError(f"{cfg_file}: the stored program's symbols do not match the model's")
         if model.program.output_kind != model.kind:

@@ -378,18 +378,21 @@ Expr = Union[
 class AlphabetDecl:
     symbols: tuple[str, ...]
     span: Span | None = field(**_SPAN)
+    symbol_spans: tuple = field(default=(), compare=False, repr=False)  # one per symbol (for errors)
 
 
 @dataclass(frozen=True)
 class SpecialDecl:
     symbols: tuple[str, ...]
     span: Span | None = field(**_SPAN)
+    symbol_spans: tuple = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class Import:
     name: str
     span: Span | None = field(**_SPAN)
+    name_span: Span | None = field(**_SPAN)
 
 
 @dataclass(frozen=True)
@@ -425,6 +428,7 @@ class OutputDecl:
     kind: str
     name: str
     span: Span | None = field(**_SPAN)
+    name_span: Span | None = field(**_SPAN)
 
 
 Statement = Union[AlphabetDecl, SpecialDecl, Import, Definition, OutputDecl]

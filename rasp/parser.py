@@ -103,13 +103,15 @@ class _ToAst(Transformer):
         return children[0]
 
     def alphabet_decl(self, meta, children):
-        return A.AlphabetDecl(tuple(_unquote(t) for t in children), span=_span(meta))
+        return A.AlphabetDecl(tuple(_unquote(t) for t in children), span=_span(meta),
+                              symbol_spans=tuple(_tspan(t) for t in children))
 
     def special_decl(self, meta, children):
-        return A.SpecialDecl(tuple(_unquote(t) for t in children), span=_span(meta))
+        return A.SpecialDecl(tuple(_unquote(t) for t in children), span=_span(meta),
+                             symbol_spans=tuple(_tspan(t) for t in children))
 
     def import_decl(self, meta, children):
-        return A.Import(str(children[1]), span=_span(meta))
+        return A.Import(str(children[1]), span=_span(meta), name_span=_tspan(children[1]))
 
     def output_decl(self, meta, children):
         kind, name = children
@@ -119,7 +121,7 @@ class _ToAst(Transformer):
                 _tspan(kind),
                 "write 'output accept NAME', 'output generate NAME' or 'output predict NAME'",
             )
-        return A.OutputDecl(str(kind), str(name), span=_span(meta))
+        return A.OutputDecl(str(kind), str(name), span=_span(meta), name_span=_tspan(name))
 
     # ------------------------------------------------------------------ expressions
     def cond(self, meta, c):
@@ -493,6 +495,11 @@ def _hint_for_token(tok: Token, expected: set[str], line_text: str, history=()) 
         return "a statement is NAME = expression"
     if tok.type in _STARTS and "_NL" in expected:
         return "two expressions side by side: is an operator missing? (one statement per line)"
+    if (value == "(" and bracket and bracket[0] == "[" and prev is not None and prev.type == "NAME"
+            and line_text[:bracket[1] - 1].rstrip().endswith(("#", "pos"))):
+        # a call inside a guard or pos[...]: their arithmetic is over the positions i and j only
+        return (f"'{prev}(...)' inside '[': guards #[...] and pos[...] relate the positions i and j with "
+                "integer arithmetic; counts and RASP-L values cannot appear in them")
     if bracket and _CLOSE[bracket[0]] in {_word(e).strip("'") for e in expected}:
         return f"the '{bracket[0]}' at column {bracket[1]} is not closed: is '{_CLOSE[bracket[0]]}' missing?"
     if "EQUAL" in expected:

@@ -75,23 +75,21 @@ class _Checker:
                 if alphabet is not None:
                     raise RaspError("the alphabet is declared twice", s.span, "declare it once")
                 if len(set(s.symbols)) != len(s.symbols):
-                    twice = next(x for x in s.symbols if s.symbols.count(x) > 1)
-                    raise RaspError(f"the alphabet lists a symbol twice: {twice}", s.span,
-                                    "list each symbol once")
+                    twice, at = _repeated(s)
+                    raise RaspError(f"the alphabet lists a symbol twice: {twice}", at, "list each symbol once")
                 alphabet = s
             elif isinstance(s, A.SpecialDecl):
                 if special is not None:
                     raise RaspError("special tokens are declared twice", s.span, "declare them once")
                 if len(set(s.symbols)) != len(s.symbols):
-                    twice = next(x for x in s.symbols if s.symbols.count(x) > 1)
-                    raise RaspError(f"the special tokens list a token twice: {twice}", s.span,
-                                    "list each token once")
+                    twice, at = _repeated(s)
+                    raise RaspError(f"the special tokens list a token twice: {twice}", at, "list each token once")
                 special = s
             elif isinstance(s, A.Import):
                 if s.name not in builtins.ALL:
                     raise RaspError(
                         f"unknown predicate '{s.name}'",
-                        s.span,
+                        s.name_span or s.span,
                         f"built-in predicates: {', '.join(sorted(builtins.ALL))}; or write the relation inline, e.g. #[j == i - 1]",
                     )
                 self.imports.add(s.name)
@@ -115,13 +113,16 @@ class _Checker:
                             'write P[x] = ... and use Q[x] inside; P["a"] refers to one instance',
                         )
                 if len(set(names)) != len(names):
-                    raise RaspError("a family uses the same variable twice", s.span, "write P[x, y]")
+                    again = next(p for k, p in enumerate(s.params) if p.name in names[:k])
+                    raise RaspError(f"a family uses the variable {again.name} twice", again.span or s.span,
+                                    "write P[x, y]")
                 self.defs[s.name] = s
         if alphabet is not None and special is not None:
             both = [x for x in special.symbols if x in alphabet.symbols]
             if both:  # families range over the alphabet and never over special tokens: not both
+                at = special.symbol_spans[special.symbols.index(both[0])] if special.symbol_spans else special.span
                 raise RaspError(f"'{both[0]}' is declared both in the alphabet and as a special token",
-                                special.span, "a token is either data (alphabet) or special, not both")
+                                at, "a token is either data (alphabet) or special, not both")
         return alphabet, special, output
 
     # ------------------------------------------------------------------ names
@@ -342,7 +343,7 @@ class _Checker:
             if r.op in "/%" and not (isinstance(r.right, A.PInt) and r.right.value > 0):
                 raise RaspError(
                     f"'{r.op}' needs a positive integer constant on its right", r.right.span,
-                    "write e.g. (i - j) % 2 or i / 3",
+                    "write e.g. x % 2 or x / 3" if in_map else "write e.g. (i - j) % 2 or i / 3",
                 )
             return COUNT
         if isinstance(r, A.PCmp):
@@ -380,16 +381,27 @@ class _Checker:
                 )
             return
         if decl.name not in self.defs:
-            raise RaspError(f"unknown name '{decl.name}'", decl.span,
+            raise RaspError(f"unknown name '{decl.name}'", decl.name_span or decl.span,
                             _suggest(decl.name, self.defs) or "the output names a definition of this program")
         d = self.defs[decl.name]
         t = self.types[decl.name]
         if decl.kind == "accept" and (d.params or t != BOOL):
-            raise RaspError(f"'output accept' needs a plain bool definition", decl.span,
+            raise RaspError(f"'output accept' needs a plain bool definition", decl.name_span or decl.span,
                             f"'{decl.name}' is a {t}{' family' if d.params else ''}")
         if decl.kind in ("generate", "predict") and (len(d.params) != 1 or t != BOOL):
-            raise RaspError(f"'output {decl.kind}' needs a bool family over one symbol, NAME[x] = ...", decl.span,
+            raise RaspError(f"'output {decl.kind}' needs a bool family over one symbol, NAME[x] = ...",
+                            decl.name_span or decl.span,
                             f"'{decl.name}' is a {t}{' family of %d indices' % len(d.params) if d.params else ''}")
+
+
+def _repeated(decl) -> tuple[str, Span | None]:
+    """The first symbol an alphabet or special declaration lists again, and where it does."""
+    seen: set[str] = set()
+    for k, x in enumerate(decl.symbols):
+        if x in seen:
+            return x, decl.symbol_spans[k] if decl.symbol_spans else decl.span
+        seen.add(x)
+    raise ValueError("no symbol is repeated")
 
 
 def position_reach(r, where: str) -> tuple[int, int]:

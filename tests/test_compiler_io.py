@@ -262,6 +262,8 @@ def test_bad_flag_values_exit_2(argv, word, capsys):
     assert main([argv[0], DYCK] + argv[1:]) == 2
     err = capsys.readouterr().err
     assert word in err and "Traceback" not in err and "internal error" not in err
+    # every refusal says what to give instead: a hint, or argparse's usage (helper 70 found six without)
+    assert "\nhint: " in err or err.startswith("usage: "), err
 
 
 def test_verify_refuses_a_row_too_big_before_running_any(capsys):

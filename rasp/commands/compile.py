@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from compiler.bounded import compile_raspl, max_length_of
 
     if args.max_length is not None and args.max_length < 1:
-        raise RaspError("--max-length must be at least 1")
+        raise RaspError("--max-length must be at least 1",
+                        hint="the longest sequence (tokens) a bounded RASP-L model must be exact on, e.g. --max-length 64")
     if args.output is not None and not args.output.strip():
         raise RaspError("-o is empty", hint="name the directory to write: -o DIR")
     program = load_program(args.program, args.alphabet)

@@ -25,6 +25,16 @@ def _ints(text: str) -> list[int]:
     return vals
 
 
+#: what each numeric flag means, for the hint of a value below its least
+_FLAG_HINTS = {
+    "--start": "the first length --find-limit tries, e.g. --start 16",
+    "--max-length": "the longest length --find-limit tries, e.g. --max-length 1048576",
+    "--max-new": "the most tokens a generator may add; 0 generates none",
+    "--seed": "any integer from 0, e.g. --seed 0",
+    "--budget": "seconds per dtype for --find-limit, e.g. --budget 60",
+}
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "verify",
@@ -77,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
     from compiler.model import DTYPES, resolve_device
 
     if args.samples < 1:
-        raise RaspError("--samples must be at least 1")
+        raise RaspError("--samples must be at least 1", hint="the inputs drawn per length, e.g. --samples 10")
     given = [f for f, v in (("--start", args.start), ("--budget", args.budget), ("--max-length", args.max_length))
              if v is not None]
     if given and not args.find_limit:
@@ -88,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
     for flag, value, least in (("--start", args.start, 1), ("--max-length", args.max_length, 1),
                                ("--max-new", args.max_new, 0), ("--seed", args.seed, 0), ("--budget", args.budget, 0)):
         if value is not None and not value >= least:  # not >=: NaN is refused too
-            raise RaspError(f"{flag} must be at least {least}, got {value:g}")
+            raise RaspError(f"{flag} must be at least {least}, got {value:g}", hint=_FLAG_HINTS[flag])
     items = [d.strip() for d in args.dtype.split(",")]
     if len(items) > 1 and "" in items:
         raise RaspError(f"--dtype {args.dtype}: an empty dtype between commas",
@@ -100,13 +110,15 @@ def _run(args: argparse.Namespace) -> int:
         raise RaspError("--dtype is empty", hint="float64, float32, bfloat16 or float16, or a comma-separated list")
     for d in dtypes:
         if d not in DTYPES:
-            raise RaspError(f"--dtype {d}: choose float64, float32, bfloat16 or float16")
+            raise RaspError(f"--dtype {d}: not a dtype the models run in",
+                            hint="float64, float32, bfloat16 or float16, or a comma-separated list")
     try:
         device = resolve_device(args.device)  # unknown, or CUDA where there is none: a RaspError
     except RaspError as exc:
         raise RaspError(f"--device: {exc.message}", hint=exc.hint) from None
     if not args.target:
-        raise RaspError("the program or model directory to verify is an empty name")
+        raise RaspError("the program or model directory to verify is an empty name",
+                        hint="rasp verify programs/dyck1.cr, or a directory written by rasp compile -o DIR")
     target = Path(args.target)
     try:
         is_dir = target.is_dir()
