@@ -102,8 +102,8 @@ def caret_lines(source: str | None, span: "Span | None", indent: str = "  ") -> 
     return [indent + shown, indent + " " * lo + "^" * max(hi - lo, 1)]
 
 
-#: shown as escapes in a quoted source line, with control characters and line or paragraph
-#: separators: they would reorder, hide or break what the terminal prints
+#: shown as escapes in a quoted source line, with control characters, line or paragraph separators
+#: and lone surrogates (undecodable bytes): they would reorder, hide or break what the terminal prints
 _INVISIBLE = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 TAB_STOP = 8
 
@@ -121,7 +121,7 @@ def _display(text: str) -> tuple[str, list[int]]:
             piece = " " * (TAB_STOP - col % TAB_STOP)
             w = len(piece)
         else:
-            w = -1 if c in _INVISIBLE or unicodedata.category(c) in ("Cc", "Zl", "Zp") else wcwidth(c)
+            w = -1 if c in _INVISIBLE or unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") else wcwidth(c)
             piece = c if w >= 0 else c.encode("unicode_escape").decode("ascii")
             w = w if w >= 0 else len(piece)
         out.append(piece)

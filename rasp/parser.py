@@ -7,6 +7,7 @@ exceptions into :class:`~rasp.errors.RaspError` with a hint.
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -496,7 +497,7 @@ def _hint_for_token(tok: Token, expected: set[str], line_text: str, history=()) 
     if tok.type in _STARTS and "_NL" in expected:
         return "two expressions side by side: is an operator missing? (one statement per line)"
     if (value == "(" and bracket and bracket[0] == "[" and prev is not None and prev.type == "NAME"
-            and line_text[:bracket[1] - 1].rstrip().endswith(("#", "pos"))):
+            and re.search(r"(?:#|\bpos)\s*$", line_text[:bracket[1] - 1])):
         # a call inside a guard or pos[...]: their arithmetic is over the positions i and j only
         return (f"'{prev}(...)' inside '[': guards #[...] and pos[...] relate the positions i and j with "
                 "integer arithmetic; counts and RASP-L values cannot appear in them")

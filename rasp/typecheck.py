@@ -120,7 +120,8 @@ class _Checker:
         if alphabet is not None and special is not None:
             both = [x for x in special.symbols if x in alphabet.symbols]
             if both:  # families range over the alphabet and never over special tokens: not both
-                at = special.symbol_spans[special.symbols.index(both[0])] if special.symbol_spans else special.span
+                at = (special.symbol_spans[special.symbols.index(both[0])]
+                      if len(special.symbol_spans) == len(special.symbols) else special.span)
                 raise RaspError(f"'{both[0]}' is declared both in the alphabet and as a special token",
                                 at, "a token is either data (alphabet) or special, not both")
         return alphabet, special, output
@@ -343,7 +344,8 @@ class _Checker:
             if r.op in "/%" and not (isinstance(r.right, A.PInt) and r.right.value > 0):
                 raise RaspError(
                     f"'{r.op}' needs a positive integer constant on its right", r.right.span,
-                    "write e.g. x % 2 or x / 3" if in_map else "write e.g. (i - j) % 2 or i / 3",
+                    "divide by a positive constant, e.g. x % 2 or x / 3 for a map's x" if in_map
+                    else "write e.g. (i - j) % 2 or i / 3",
                 )
             return COUNT
         if isinstance(r, A.PCmp):
@@ -398,8 +400,8 @@ def _repeated(decl) -> tuple[str, Span | None]:
     """The first symbol an alphabet or special declaration lists again, and where it does."""
     seen: set[str] = set()
     for k, x in enumerate(decl.symbols):
-        if x in seen:
-            return x, decl.symbol_spans[k] if decl.symbol_spans else decl.span
+        if x in seen:  # (a declaration rebuilt with other symbols keeps no spans of its own)
+            return x, decl.symbol_spans[k] if len(decl.symbol_spans) == len(decl.symbols) else decl.span
         seen.add(x)
     raise ValueError("no symbol is repeated")
 

@@ -618,6 +618,15 @@ def test_caret_counts_display_columns(tmp_path, capsys, symbol, width):
     assert caret == " " * (len('  X = "') + width + len('" && ')) + "^", (src, caret)
 
 
+def test_lone_surrogates_are_escapes_under_the_caret():
+    """An undecodable argv byte arrives as a lone surrogate, which a terminal prints as its escape:
+    the caret counts the escape's columns."""
+    from rasp.errors import Span, caret_lines
+
+    src, caret = caret_lines("a\udcffb c", Span(1, 1, 1, 4), indent="")
+    assert src == "a\\udcffb c" and caret == "^" * 8
+
+
 def test_bidi_controls_in_a_quoted_line_are_escapes(tmp_path, capsys):
     """A right-to-left override in a comment would reorder the printed line around the caret: it is
     shown as its escape, and the caret still sits under the name."""
@@ -633,9 +642,10 @@ def test_cr_only_line_ends_on_stdin_and_in_undecodable_files(tmp_path, capsys, m
     byte that is not UTF-8 is located (program files already read CR as a line end)."""
     f = tmp_path / "ok.rasp"
     f.write_text('alphabet a b\nX = #"a" > #"b"\n')
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a a\rb a\r")))
-    assert main(["run", str(f)]) == 0
-    assert capsys.readouterr().out.splitlines() == ["a a\taccept", "b a\treject"]
+    for stdin in (io.TextIOWrapper(io.BytesIO(b"a a\rb a\r")), io.StringIO("a a\rb a\r")):  # bytes or text only
+        monkeypatch.setattr(sys, "stdin", stdin)
+        assert main(["run", str(f)]) == 0
+        assert capsys.readouterr().out.splitlines() == ["a a\taccept", "b a\treject"]
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a a\rb a\rb c\r")))
     assert main(["run", str(f)]) == 2
     err = capsys.readouterr().err

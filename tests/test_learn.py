@@ -418,15 +418,24 @@ def test_cli_files_in_the_way_and_large_learning_rates_are_refused_before_traini
     """A folder named like a result file, a file given as --out and a learning rate past float32 are
     user errors before any training (they were internal errors after it); a diverged run's NaN loss
     is written as null (standard JSON has no NaN)."""
-    import rasp.commands.learn as L
+    import os
 
-    monkeypatch.setattr(L, "train_and_save", lambda *a, **k: pytest.fail("trained"))
+    import rasp.commands.learn as L
+    import rasp.commands.report as R
+
+    for module in (L, R):  # (report imported it by name)
+        monkeypatch.setattr(module, "train_and_save", lambda *a, **k: pytest.fail("trained"))
     base = ["--preset", "smoke", "--steps", "1", "--no-progress", "--device", "cpu"]
     (tmp_path / "w" / "UR.json").mkdir(parents=True)
     (tmp_path / "r" / "report.md").mkdir(parents=True)
+    (tmp_path / "u").mkdir()
+    (tmp_path / "u" / "UR.json").write_text("{}")  # not a result: UR trains, and cannot write it
     (tmp_path / "f").write_text("")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: not str(p).endswith("UR.json") and real_access(p, mode))
     for argv, word in ((["learn", "UR", "--out", str(tmp_path / "w")], "UR.json there is a folder"),
                        (["report", "UR", "--out", str(tmp_path / "r")], "report.md there is a folder"),
+                       (["report", "UR", "--out", str(tmp_path / "u")], "UR.json there is not writable"),
                        (["learn", "UR", "--out", str(tmp_path / "f")], "a file, not a folder"),
                        (["learn", "UR", "--lr", "1e38", "--out", str(tmp_path / "x")], "--lr")):
         assert main(argv + base) == 2, argv

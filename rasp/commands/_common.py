@@ -81,8 +81,13 @@ def _stdin_lines() -> Iterator[tuple[int, str]]:
     mark before the first line is dropped (program files drop theirs too; columns count without it)."""
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # a text stream with no bytes beneath (an embedding program's StringIO)
-        for n, line in enumerate(sys.stdin, start=1):
-            yield n, line.removeprefix("\ufeff") if n == 1 else line
+        n = 0
+        for chunk in sys.stdin:
+            if n == 0:
+                chunk = chunk.removeprefix("\ufeff")
+            for line in chunk.removesuffix("\n").removesuffix("\r").split("\r"):  # as below
+                n += 1
+                yield n, line
         return
     n = 0
     for chunk in buffer:

@@ -135,7 +135,8 @@ def config_for(args, preset: str, task_name: str):
         raise RaspError(f"--lr must be a positive number, got {args.lr}")
     if args.lr is not None and args.lr > LR_CAP:  # AdamW failed converting it to the parameters' float32
         raise RaspError(f"--lr {args.lr:g}: at most {LR_CAP:g} (AdamW's first step takes lr / 0.1 in float32, "
-                        "the parameters' type, which overflows past about 3.4e37)")
+                        "the parameters' type, which overflows past about 3.4e37)",
+                        hint="the presets use 1e-3 to 1e-4 (rasp learn --help)")
     if getattr(args, "first_seed", None) is not None and args.first_seed < 0:
         raise RaspError(f"--first-seed must be at least 0, got {args.first_seed}")
     if getattr(args, "threads", None) is not None:

@@ -61,8 +61,7 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
                             hint="run without --no-train first, or give the folder of earlier results")
     else:
         out = out_dir(args.out)
-        # every file a report writes, before any training (a folder in the way failed at the end)
-        check_out_dir(out, REPORT_FILES + tuple(f"{n}.{ext}" for n in tasks for ext in ("json", "png")))
+        check_out_dir(out, REPORT_FILES)  # before any training (a folder in the way failed at the end)
     jobs = getattr(args, "jobs", None)
     jobs = 1 if jobs is None else jobs
     if jobs < 1:
@@ -85,6 +84,8 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
         if getattr(args, "no_train", False):
             raise RaspError(f"{path}: no result to report", hint="run without --no-train first")
         todo.append((name, cfg))
+    # the files of the tasks that will train (a result only read may be read-only), before training
+    check_out_dir(out, tuple(f"{tasks[name].name}.{ext}" for name, _ in todo for ext in ("json", "png")))
     if jobs == 1 or len(todo) <= 1:
         for name, cfg in todo:
             results[name] = train_and_save(tasks[name], cfg, preset, args, out)
@@ -168,7 +169,7 @@ def _read_result(path: Path, name: str, *, must: bool) -> dict | None:
         if must:  # located at the line and column where the JSON breaks
             raise
         at = f" at line {exc.span.line}, column {exc.span.column}" if exc.span is not None else ""
-        problem = f"{exc.message}{at}"
+        problem = f"{exc.message.removeprefix(f'{path}: ')}{at}"
     if problem is None:
         return r
     if must:
