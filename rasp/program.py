@@ -359,7 +359,10 @@ def token_columns(line: str) -> tuple[list[str], list[int]]:
 
 
 def parse(text: str, *, filename: str | None = None, alphabet: Iterable[str] | None = None) -> Program:
-    """Parse, type-check and expand program text. Raises :class:`RaspError` on any user error."""
+    """Parse, type-check and expand program text. Raises :class:`RaspError` on any user error. Lines
+    end at ``\n``, ``\r\n`` or a lone ``\r``, as in program files (:func:`load`)."""
+    if isinstance(text, str) and "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     module = None
     try:
         with paused_gc():

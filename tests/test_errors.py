@@ -650,6 +650,11 @@ def test_cr_only_line_ends_on_stdin_and_in_undecodable_files(tmp_path, capsys, m
     assert main(["run", str(f)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("<stdin>:3:3:") and err.splitlines()[1] == "  b c"
+    # program text given to rasp.parse too (a lone CR was an unexpected character there)
+    assert rasp.parse('alphabet a b\rX = #"a" > #"b"\r').run("a a b") is True
+    with pytest.raises(rasp.RaspError) as info:
+        rasp.parse('alphabet a b\r\nX = #"a" > Q\r\n')
+    assert (info.value.span.line, info.value.span.column) == (2, 12)
     bad = tmp_path / "bad8.rasp"
     bad.write_bytes(b"alphabet a b\rX = \xfe\r")
     assert main(["check", str(bad)]) == 2
