@@ -36,8 +36,6 @@ def read_json_file(path, hint: str | None = None):
     """A JSON file's value (a leading byte-order mark is allowed, as in program files). Malformed JSON
     is a :class:`RaspError` located at the line and column the parser stopped at, with ``hint``;
     a file that cannot be read or decoded, or JSON nested too deeply, is one without a location."""
-    import json
-
     try:
         text = open(path, encoding="utf-8-sig").read()
     except (OSError, UnicodeDecodeError) as exc:

@@ -55,12 +55,18 @@ def parse_alphabet_option(text: str) -> tuple[str, ...]:
         return STANDARD_SYMBOLS[:n]
     if not text:
         raise RaspError("--alphabet is empty", hint="list symbols: --alphabet a,b,c")
-    # commas separate (spaces around them allowed); an empty item is a typo, not a symbol to drop
-    items = [item.strip() for item in text.split(",")]
-    if "" in items:
+    items = comma_items(text)
+    if items is None:
         raise RaspError(f"--alphabet {text}: an empty symbol between commas",
                         hint="list symbols as a,b,c or 'a b c'")
     return tuple(s for item in items for s in item.split())
+
+
+def comma_items(text: str) -> list[str] | None:
+    """The items of a comma-separated flag value, stripped (spaces around commas allowed), or None
+    when one between commas is empty (``a,,b``, ``16,``: a typo, not an item to drop)."""
+    items = [item.strip() for item in text.split(",")]
+    return None if len(items) > 1 and "" in items else items
 
 
 def mentioned_symbols(module: A.Module) -> list[str]:

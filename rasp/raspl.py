@@ -73,8 +73,8 @@ from fractions import Fraction
 from . import ast as A
 from .errors import ExpansionError, RaspError, Span, TooLargeError
 from .expand import expand
-from .parser import INT_LIMIT
 from .guards import GuardForm, analyze_relation, eval_relation, int64_op, periodic_residues, select_comparison, wrap64
+from .parser import INT_LIMIT
 from .program import Program
 from .typecheck import POSITION_BOUND, check_module, symbol_comparison
 

@@ -120,8 +120,7 @@ class _Checker:
         if alphabet is not None and special is not None:
             both = [x for x in special.symbols if x in alphabet.symbols]
             if both:  # families range over the alphabet and never over special tokens: not both
-                at = (special.symbol_spans[special.symbols.index(both[0])]
-                      if len(special.symbol_spans) == len(special.symbols) else special.span)
+                at = _symbol_span(special, special.symbols.index(both[0]))
                 raise RaspError(f"'{both[0]}' is declared both in the alphabet and as a special token",
                                 at, "a token is either data (alphabet) or special, not both")
         return alphabet, special, output
@@ -344,7 +343,7 @@ class _Checker:
             if r.op in "/%" and not (isinstance(r.right, A.PInt) and r.right.value > 0):
                 raise RaspError(
                     f"'{r.op}' needs a positive integer constant on its right", r.right.span,
-                    "divide by a positive constant, e.g. x % 2 or x / 3 for a map's x" if in_map
+                    f"write e.g. {allowed[0]} % 2 or {allowed[0]} / 3" if in_map
                     else "write e.g. (i - j) % 2 or i / 3",
                 )
             return COUNT
@@ -400,10 +399,16 @@ def _repeated(decl) -> tuple[str, Span | None]:
     """The first symbol an alphabet or special declaration lists again, and where it does."""
     seen: set[str] = set()
     for k, x in enumerate(decl.symbols):
-        if x in seen:  # (a declaration rebuilt with other symbols keeps no spans of its own)
-            return x, decl.symbol_spans[k] if len(decl.symbol_spans) == len(decl.symbols) else decl.span
+        if x in seen:
+            return x, _symbol_span(decl, k)
         seen.add(x)
     raise ValueError("no symbol is repeated")
+
+
+def _symbol_span(decl, k: int) -> Span | None:
+    """Where an alphabet or special declaration lists its k-th symbol (the whole declaration for one
+    rebuilt with other symbols, which keeps no spans of its own)."""
+    return decl.symbol_spans[k] if len(decl.symbol_spans) == len(decl.symbols) else decl.span
 
 
 def position_reach(r, where: str) -> tuple[int, int]:

@@ -81,26 +81,27 @@ def _stdin_lines() -> Iterator[tuple[int, str]]:
     mark before the first line is dropped (program files drop theirs too; columns count without it)."""
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # a text stream with no bytes beneath (an embedding program's StringIO)
-        n = 0
-        for chunk in sys.stdin:
-            if n == 0:
-                chunk = chunk.removeprefix("\ufeff")
-            for line in chunk.removesuffix("\n").removesuffix("\r").split("\r"):  # as below
-                n += 1
-                yield n, line
+        yield from _numbered_lines(sys.stdin, "\ufeff", "\n", "\r")
         return
+    for n, data in _numbered_lines(buffer, b"\xef\xbb\xbf", b"\n", b"\r"):
+        try:
+            yield n, data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise not_utf8(data, exc.start, f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
+                           filename="<stdin>", hint=STDIN_HINT, first_line=n) from None
+
+
+def _numbered_lines(chunks, bom, lf, cr):
+    """(number, line) of a stream read in \n-ended chunks (text or bytes: ``bom``, ``lf``, ``cr`` of
+    that type): a line ends at \n, \r\n or a lone \r, as program files' lines do (CR-only input
+    was one line), and a byte-order mark before the first is dropped."""
     n = 0
-    for chunk in buffer:
+    for chunk in chunks:
         if n == 0:
-            chunk = chunk.removeprefix(b"\xef\xbb\xbf")
-        # a line ends at \n, \r\n or a lone \r, as program files' lines do (CR-only input was one line)
-        for data in chunk.removesuffix(b"\n").removesuffix(b"\r").split(b"\r"):
+            chunk = chunk.removeprefix(bom)
+        for line in chunk.removesuffix(lf).removesuffix(cr).split(cr):
             n += 1
-            try:
-                yield n, data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise not_utf8(data, exc.start, f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
-                               filename="<stdin>", hint=STDIN_HINT, first_line=n) from None
+            yield n, line
 
 
 def encode_located(program: Program, toks, name, line_no, cols, line_text):

@@ -216,12 +216,13 @@ def check_device(name: str) -> None:
         raise RaspError(f"--device: {exc.message}", hint=exc.hint) from None
 
 
-def out_dir(text: str) -> Path:
-    """``--out``: a folder that exists (or is made) and is writable."""
+def out_dir(text: str, files: tuple[str, ...] = ()) -> Path:
+    """``--out``: a folder that exists (or is made) and is writable, as are the ``files`` it will hold
+    (:func:`check_out_dir`)."""
     if not text.strip():
         raise RaspError("--out is empty", hint="name a folder, e.g. --out runs/learn")
     out = Path(text)
-    check_out_dir(out)
+    check_out_dir(out, files)
     return out
 
 
@@ -357,8 +358,7 @@ def run(args: argparse.Namespace) -> int:
     task = resolve_task(args.task)
     preset = resolve_preset(args)
     cfg = config_for(args, preset, task.name)
-    out = out_dir(args.out)
-    check_out_dir(out, (f"{task.name}.json", f"{task.name}.png"))
+    out = out_dir(args.out, (f"{task.name}.json", f"{task.name}.png"))
     result = train_and_save(task, cfg, preset, args, out)
     if args.json:
         print(strict_json(result))

@@ -60,8 +60,7 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
             raise RaspError(f"--out {out}: no such folder (--no-train reads the results there)",
                             hint="run without --no-train first, or give the folder of earlier results")
     else:
-        out = out_dir(args.out)
-        check_out_dir(out, REPORT_FILES)  # before any training (a folder in the way failed at the end)
+        out = out_dir(args.out, REPORT_FILES)  # before any training (a folder in the way failed at the end)
     jobs = getattr(args, "jobs", None)
     jobs = 1 if jobs is None else jobs
     if jobs < 1:
@@ -85,7 +84,7 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
             raise RaspError(f"{path}: no result to report", hint="run without --no-train first")
         todo.append((name, cfg))
     # the files of the tasks that will train (a result only read may be read-only), before training
-    check_out_dir(out, tuple(f"{tasks[name].name}.{ext}" for name, _ in todo for ext in ("json", "png")))
+    check_out_dir(out, tuple(f"{name}.{ext}" for name, _ in todo for ext in ("json", "png")))
     if jobs == 1 or len(todo) <= 1:
         for name, cfg in todo:
             results[name] = train_and_save(tasks[name], cfg, preset, args, out)

@@ -8,13 +8,14 @@ import warnings
 from pathlib import Path
 
 from ..errors import OutsideClassError, RaspError, listing
+from ..expand import comma_items
 from ..program import default_max_new
 from ._common import add_alphabet_option, add_json_option, load_program, sum_limit_text
 
 
 def _ints(text: str) -> list[int]:
-    items = [item.strip() for item in text.split(",")]
-    if len(items) > 1 and "" in items:  # 16,,32 or 16, is a typo, not two lengths
+    items = comma_items(text)
+    if items is None:
         raise argparse.ArgumentTypeError(f"an empty length between commas in {text!r}")
     try:
         vals = [int(x) for item in items for x in item.split()]
@@ -99,8 +100,8 @@ def _run(args: argparse.Namespace) -> int:
                                ("--max-new", args.max_new, 0), ("--seed", args.seed, 0), ("--budget", args.budget, 0)):
         if value is not None and not value >= least:  # not >=: NaN is refused too
             raise RaspError(f"{flag} must be at least {least}, got {value:g}", hint=_FLAG_HINTS[flag])
-    items = [d.strip() for d in args.dtype.split(",")]
-    if len(items) > 1 and "" in items:
+    items = comma_items(args.dtype)
+    if items is None:
         raise RaspError(f"--dtype {args.dtype}: an empty dtype between commas",
                         hint="float64, float32, bfloat16 or float16, or a comma-separated list")
     dtypes = list(dict.fromkeys(d for d in items if d))  # each once
