@@ -203,8 +203,8 @@ def and_thr(t: Thr, u: Thr):
         # x and not x: false (the smaller term's negations, a set kept with it, against the larger's
         # literals as a dict's keys: conditional chains and long conjunctions with a short one)
         small, big = (t, u) if len(t.lits) <= len(u.lits) else (u, t)
-        if len(small.lits) == 1 and len(big.lits) > 8:  # a literal more to a long conjunction (a
-            # conditional chain's branch, one level at a time): no copy into a dict and no sort
+        if len(small.lits) == 1:  # a literal more (a conditional chain's branch, one level at a
+            # time; ``PREV[x] && Q[y]`` in a family): no copy into a dict and no sort
             return _and_lit(big, small.lits[0][0])
         lits = dict(big.lits)
         if not lits.keys().isdisjoint(small.flips()):

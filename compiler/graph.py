@@ -121,6 +121,7 @@ class Graph:
 
 
 _PHASE = {"uniform": 0, "local": 0, "sign": 1, "gate": 2}
+_EMBEDDED = frozenset(("bos", "real", "token", "periodic"))  # the kinds the embedding computes (slot -1)
 
 
 def next_slot(kind: str, input_slots) -> int:
@@ -228,8 +229,7 @@ class _Builder:
         if callable(label):
             label = label()
         inputs = tuple(sorted(set(inputs)))
-        slot = -1 if kind in ("bos", "real", "token", "periodic") else next_slot(
-            kind, map(self.slots.__getitem__, inputs))
+        slot = -1 if kind in _EMBEDDED else next_slot(kind, [self.slots[x] for x in inputs])
         n = Node(len(self.nodes), kind, label, slot, params, inputs, self.origin)
         self.nodes.append(n)
         self.slots.append(slot)
@@ -514,6 +514,11 @@ class _Builder:
     def _compare(self, e: A.Compare) -> Form:
         # a comparison that stays one linear atom without local part labels its sign by its source
         self.hint = e if e.op in ("<", "<=", ">", ">=") else None  # printed only if a sign uses it
+        simple = _count_vs_constant(e)
+        if simple is not None:  # ``#P >= c`` (``exists P``), the commonest comparison of a family:
+            # the one leaf that flatten and ge0 would make (on the start path, which fixes no token)
+            count, k, c = simple
+            return self.leaf({id(count): (count, k)}, c, self.start_path(), False)
         L, R = {}, {}
         lc = self.flatten(e.left, 1, L)
         rc = self.flatten(e.right, 1, R)
@@ -912,6 +917,26 @@ class _Builder:
             raise RaspError(f"this comparison's constants and coefficients add up to {reach2 // 2:,}{'.5' if reach2 % 2 else ''}: a compiled head "
                             "holds them exactly only up to 2^52 (float64's precision), so no dtype would run the "
                             "model exactly", self.span, "use smaller constants (the interpreter runs it as written)")
+
+
+_COUNT_SIDE = {">=": (1, 0), ">": (1, -1), "<=": (-1, 0), "<": (-1, -1)}  # op -> (k, extra), count on the left
+
+
+def _count_vs_constant(e: A.Compare):
+    """``(count, k, c)`` with ``e`` equivalent to ``k * count + c >= 0``, when ``e`` is an order
+    comparison of one count with a constant (either way round); else None. ``#P > v`` is
+    ``#P - v - 1 >= 0``, ``v > #P`` is ``-#P + v - 1 >= 0``: what :meth:`_Builder._compare` makes of it."""
+    op = _COUNT_SIDE.get(e.op)
+    if op is None:
+        return None
+    left, right = e.left, e.right
+    if type(left) is A.Count and type(right) is A.IntConst:
+        k, extra = op
+        return left, k, -k * right.value + extra
+    if type(right) is A.Count and type(left) is A.IntConst:
+        k, extra = op
+        return right, -k, k * left.value + extra
+    return None
 
 
 def or_operands(e) -> list:

@@ -3,7 +3,8 @@
 `compiler/graph.py` has shortcuts that keep compile time linear in the expanded program (see
 docs/compiler.md, "Compile time"): one-step splitting of token-determined sums, or-chains folded as
 running sums, comparisons and and/or pairs worked out once, the and of two single terms built
-directly, a comparison of plain counts sent straight to its atom, a conditional chain walked in a loop. Each is switched off here in turn (the
+directly, a comparison of plain counts sent straight to its atom (and one of a single count with a
+constant without flattening either side), a conditional chain walked in a loop. Each is switched off here in turn (the
 plain construction: pairwise splits, pairwise folds, no memos) and the model must be the same, weight
 for weight and label for label, on the programs that use it and on random programs."""
 from __future__ import annotations
@@ -58,6 +59,7 @@ PLAIN = {
     "only_counts": (G._Builder, "only_counts", staticmethod(lambda terms: False)),
     "only_local_counts": (compiler.api, "only_local_counts", lambda module: False),
     "cond_chain": (G._Builder, "cond_chain", _plain_cond_chain),
+    "count_vs_constant": (G, "_count_vs_constant", lambda e: None),
 }
 
 
@@ -83,10 +85,11 @@ def _alphabet(path: str, n: int | None):
 
 CASES = [  # (program, alphabet size or None, the shortcuts it exercises)
     ("programs/sort.rasp", 7, ["split_by_token", "or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts",
-                                     "only_local_counts"]),
-    ("programs/uf.rasp", 6, ["or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts", "only_local_counts"]),
+                                     "only_local_counts", "count_vs_constant"]),
+    ("programs/uf.rasp", 6, ["or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts", "only_local_counts",
+                             "count_vs_constant"]),
     ("programs/ur.rasp", None, ["or_chain", "compare", "f_and", "f_or", "and_single_terms", "only_counts",
-                                "only_local_counts"]),
+                                "only_local_counts", "count_vs_constant"]),
     ("programs/majority.rasp", None, ["split_by_token", "compare", "f_and", "f_or", "and_single_terms", "only_counts",
                                       "only_local_counts"]),
     # lowered RASP-L values: chains of one conditional per token code, compared with constants
@@ -138,7 +141,7 @@ INLINE = {OVERLAP: "overlapping-or", ATOMS: "single-counts", CHAIN: "conditional
 
 
 @pytest.mark.parametrize("path,n,shortcuts", CASES + [(OVERLAP, None, ["or_chain", "f_or"]),
-                                                      (ATOMS, None, ["only_counts", "and_single_terms"]),
+                                                      (ATOMS, None, ["only_counts", "and_single_terms", "count_vs_constant"]),
                                                       (CHAIN, None, ["cond_chain", "split_by_token", "compare"])],
                          ids=[c[0].split("/")[1] for c in CASES] + ["overlapping-or", "single-counts",
                                                                    "conditional-chains"])
