@@ -201,6 +201,7 @@ class _Builder:
         self.hint = None
         self.materialized: dict[Form, B.Lit] = {}
         self._tok_cache: dict = {}
+        self._token_forms: dict[str, Form] = {}  # symbol -> the form of its token literal
         self._term_token: dict = {}  # threshold term -> the one token it requires, or None
         self.compare_memo: dict = {}  # comparison (by structure) -> its form
         self._and_memo: dict = {}  # (form, form) -> their and
@@ -428,8 +429,12 @@ class _Builder:
             return self.def_form(e.name)
         if kind is A.And:
             return self.f_and(self.bool_expr(e.left), self.bool_expr(e.right))
-        if kind is A.Tok:
-            return B.lit_form((self.token(e.symbol.value).id, False))
+        if kind is A.Tok:  # one form per symbol (a lowered RASP-L program writes its tokens as
+            # distinct objects, thousands of times in or-chains of token sets)
+            f = self._token_forms.get(e.symbol.value)
+            if f is None:
+                f = self._token_forms[e.symbol.value] = B.lit_form((self.token(e.symbol.value).id, False))
+            return f
         if kind is A.Or:
             if type(e.left) is A.Or or type(e.right) is A.Or:
                 return self.or_chain(e)
@@ -518,7 +523,9 @@ class _Builder:
         if simple is not None:  # ``#P >= c`` (``exists P``), the commonest comparison of a family:
             # the one leaf that flatten and ge0 would make (on the start path, which fixes no token)
             count, k, c = simple
-            return self.leaf({id(count): (count, k)}, c, self.start_path(), False)
+            eq = e.op in ("==", "!=")
+            leaf = self.leaf({id(count): (count, k)}, c, self.start_path(), eq)
+            return B.f_not(leaf) if e.op == "!=" else leaf
         L, R = {}, {}
         lc = self.flatten(e.left, 1, L)
         rc = self.flatten(e.right, 1, R)
@@ -919,13 +926,15 @@ class _Builder:
                             "model exactly", self.span, "use smaller constants (the interpreter runs it as written)")
 
 
-_COUNT_SIDE = {">=": (1, 0), ">": (1, -1), "<=": (-1, 0), "<": (-1, -1)}  # op -> (k, extra), count on the left
+#: op -> (k, extra) for the count on the left; ``==`` and ``!=`` as _compare pushes them (right - left)
+_COUNT_SIDE = {">=": (1, 0), ">": (1, -1), "<=": (-1, 0), "<": (-1, -1), "==": (-1, 0), "!=": (-1, 0)}
 
 
 def _count_vs_constant(e: A.Compare):
-    """``(count, k, c)`` with ``e`` equivalent to ``k * count + c >= 0``, when ``e`` is an order
-    comparison of one count with a constant (either way round); else None. ``#P > v`` is
-    ``#P - v - 1 >= 0``, ``v > #P`` is ``-#P + v - 1 >= 0``: what :meth:`_Builder._compare` makes of it."""
+    """``(count, k, c)`` with ``e`` equivalent to ``k * count + c >= 0`` (to ``== 0`` for ``==``, its
+    negation for ``!=``), when ``e`` compares one count with a constant (either way round); else None.
+    ``#P > v`` is ``#P - v - 1 >= 0``, ``v > #P`` is ``-#P + v - 1 >= 0``, ``#P == v`` is
+    ``v - #P == 0``: the term and constant :meth:`_Builder._compare` makes of it."""
     op = _COUNT_SIDE.get(e.op)
     if op is None:
         return None

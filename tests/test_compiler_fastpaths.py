@@ -109,7 +109,8 @@ output accept D
 '''
 
 
-#: single counts against constants with every operator, on either side, with coefficients; counts
+#: single counts against constants with every operator, on either side, with coefficients (a local
+#: count too); counts
 #: under min, max and a conditional; and an and of two conjunctions that clash (X && !X)
 ATOMS = '''alphabet a b c
 P1 = #"a" > 1
@@ -120,9 +121,12 @@ P5 = 3 * #"a" < 4
 P6 = 1 - #"b" >= 0
 P7 = min(#"a", #"b") >= 1
 P8 = (#"a" if "b" else #"c") > max(#"b", 1)
+P9 = #"c" == 4
+P10 = 3 != #"a"
+P11 = 1 != #[j == i - 1] "c"
 X = exists "c"
 Y = X && !X
-Z = ("a" && P1 && P3 && P7) || ("b" && P2 && P5 && P8) || ("c" && P4 && P6) || Y
+Z = ("a" && P1 && P3 && P7) || ("b" && P2 && P5 && P8) || ("c" && P4 && P6) || Y || (P9 && P10 && P11)
 output accept Z
 '''
 #: conditional chains compared with counts: the path decides a test in the middle of the chain (the
