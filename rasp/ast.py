@@ -545,12 +545,19 @@ def depth(node: object, kids=None) -> int:
 def quantifier_depth(e: object) -> int:
     """How deeply ``any``/``all``/``sum`` nest in an expression (iterative: bodies nest deeply)."""
     depth, stack = 0, [(e, 0)]
-    while stack:
+    kids_of = _CHILDREN.get
+    push = stack.append
+    while stack:  # (a loop without a call per node: it runs over every lowered RASP-L program)
         node, q = stack.pop()
-        if isinstance(node, Quant):
+        kind = type(node)  # no class subclasses another
+        if kind is Quant:
             q += 1
-        depth = max(depth, q)
-        stack.extend((c, q) for c in children(node))
+            if q > depth:
+                depth = q
+        kids = kids_of(kind)
+        if kids is not None:
+            for c in kids(node):
+                push((c, q))
     return depth
 
 

@@ -379,6 +379,8 @@ def check_magnitudes(checked: Checked, alphabet_size: int, codes: int) -> None:
 
     def bound(e) -> tuple[int, int] | None:
         kind = type(e)
+        if kind is A.Tok or kind is A.BoolConst:  # leaves of bool expressions, the commonest nodes
+            return (1, 0)
         if kind is A.IntConst:
             m = (0, abs(e.value))
         elif kind is A.Ref:

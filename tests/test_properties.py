@@ -59,6 +59,25 @@ def _reference_print(e) -> str:
     return expr_to_str(e)
 
 
+def _quantifier_depth(e) -> int:
+    """The definition, recursively: a quantifier adds one to the deepest of its body."""
+    below = max((_quantifier_depth(c) for c in A.children(e)), default=0)
+    return below + (type(e) is A.Quant)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(FRAGMENT_NAMES + ["any"]).flatmap(lambda f: programs(fragment=f, max_depth=4)))
+def test_quantifier_depth_is_the_definition(p):
+    """``ast.quantifier_depth`` (a loop over a stack, run on every lowered RASP-L program) must be the
+    recursive definition, on every written definition; and on quantifiers nested three deep."""
+    for s in p.module.statements:
+        if isinstance(s, A.Definition):
+            assert A.quantifier_depth(s.expr) == _quantifier_depth(s.expr)
+    m = rasp.parse("alphabet a b\nX[x] = any(y, all(z, Q[x] && sum(w, 1 if Q[w] else 0) > 1) || Q[y])\n"
+                   "Y = any(x, X[x]) && !\"a\"\noutput accept Y").module
+    assert [A.quantifier_depth(s.expr) for s in m.statements if isinstance(s, A.Definition)] == [3, 1]
+
+
 @given(_CHAINS)
 def test_printer_chains_equal_the_recursive_printer(e):
     """Conditional chains and left-nested ||, &&, +/- chains are printed in a loop; the text must be
