@@ -242,6 +242,15 @@ class _Builder:
         self._token_lits.add((n.id, False))
         return n
 
+    def token_form(self, symbol: str) -> Form:
+        """The token's literal as a form, one per symbol (a lowered RASP-L program writes its tokens
+        as distinct objects, thousands of times in or-chains of token sets; a split by token puts
+        the token in front of every branch)."""
+        f = self._token_forms.get(symbol)
+        if f is None:
+            f = self._token_forms[symbol] = B.lit_form((self.token(symbol).id, False))
+        return f
+
     def periodic(self, M: int, residues: frozenset) -> B.Lit:
         if not residues:
             return B.FALSE_LIT
@@ -429,12 +438,8 @@ class _Builder:
             return self.def_form(e.name)
         if kind is A.And:
             return self.f_and(self.bool_expr(e.left), self.bool_expr(e.right))
-        if kind is A.Tok:  # one form per symbol (a lowered RASP-L program writes its tokens as
-            # distinct objects, thousands of times in or-chains of token sets)
-            f = self._token_forms.get(e.symbol.value)
-            if f is None:
-                f = self._token_forms[e.symbol.value] = B.lit_form((self.token(e.symbol.value).id, False))
-            return f
+        if kind is A.Tok:
+            return self.token_form(e.symbol.value)
         if kind is A.Or:
             if type(e.left) is A.Or or type(e.right) is A.Or:
                 return self.or_chain(e)
@@ -709,7 +714,7 @@ class _Builder:
             toks = self._path_tokens[path[1]] = frozenset(k for k, _ in path[1])
         if len(toks) == 1 and len(self.symbols) > 1 and leaf != B.FALSE:
             sym = self.symbols[next(iter(toks))]
-            leaf = self.f_and(B.lit_form((self.token(sym).id, False)), leaf)
+            leaf = self.f_and(self.token_form(sym), leaf)
         return leaf
 
     def split_by_token(self, terms: dict, c: int, path, eq: bool):
