@@ -131,14 +131,18 @@ output accept Z
 '''
 #: conditional chains compared with counts: the path decides a test in the middle of the chain (the
 #: second "a" is false once "a" is, "c" true once only "c" is left), a chain under a periodic test,
-#: a chain whose else branch is a reference, and equality (both atoms per branch)
+#: a chain whose else branch is a reference, and equality (both atoms per branch); one chain (V2)
+#: walked from the start and, under the else path of "b", stopped by the path at its second test
 CHAIN = '''alphabet a b c
 V = #"a" if "a" else #"b" if "b" else 2 * #"c" if "a" else #"c" if "c" else 3
 W = 1 if pos[i % 2 == 0] else 2 if "a" else V
 X = V > #"b" + 1
 Y = W == #"c"
 Z = (0 if "a" else 1 if "b" else 2) != #"a"
-OUT = X && (Y || Z)
+V2 = #"a" if "a" else #"b" if "b" else #"c" if "c" else 0
+X2 = V2 > #"a"
+X3 = (V2 if "b" else V2 + 1) > 1
+OUT = X && (Y || Z) && (X2 || X3)
 output accept OUT
 '''
 INLINE = {OVERLAP: "overlapping-or", ATOMS: "single-counts", CHAIN: "conditional-chains"}
