@@ -685,7 +685,7 @@ class _Builder:
         path)``; the chain stops where the path decides a test or the else branch is not a
         conditional. The walk depends only on the chain and the paths, not on the constant or the
         rest of the comparison, so it is made once per (chain, paths): ``OUT == CODE[x]`` of
-        raspl_count.rasp walks the same 258 levels for each of its 150 symbols."""
+        raspl_count.rasp walks OUT's chain (151 levels) and START's for each of its 150 symbols."""
         key = (id(e), decision[1], decision[2])
         hit = self._walks.get(key)
         if hit is not None:
