@@ -689,8 +689,7 @@ class _Builder:
         key = (id(e), decision[1], decision[2])
         hit = self._walks.get(key)
         if hit is not None:
-            return hit[1]
-        start = e
+            return hit
         walk = []
         while True:
             _, p_then, p_else = decision
@@ -702,8 +701,7 @@ class _Builder:
             if decision[0] is not None:
                 break
             e = nxt
-        out = (walk, nxt, p_else)
-        self._walks[key] = (start, out)  # the chain is kept alive with its id
+        out = self._walks[key] = (walk, nxt, p_else)  # walk[0] keeps the chain, so its id, alive
         return out
 
     @staticmethod

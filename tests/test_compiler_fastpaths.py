@@ -4,9 +4,10 @@
 docs/compiler.md, "Compile time"): one-step splitting of token-determined sums, or-chains folded as
 running sums, comparisons and and/or pairs worked out once, the and of two single terms built
 directly, a comparison of plain counts sent straight to its atom (and one of a single count with a
-constant without flattening either side), a conditional chain walked in a loop. Each is switched off
-here in turn (the plain construction: pairwise splits, pairwise folds, no memos) and the model must be the same, weight
-for weight and label for label, on the programs that use it and on random programs."""
+constant without flattening either side), a conditional chain walked in a loop (each walk made once
+per chain and paths). Each is switched off here in turn (the plain construction: pairwise splits,
+pairwise folds, no memos) and the model must be the same, weight for weight and label for label, on
+the programs that use it and on random programs."""
 from __future__ import annotations
 
 import functools
