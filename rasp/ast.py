@@ -21,6 +21,12 @@ from .errors import RaspError, Span
 _SPAN = dict(default=None, compare=False, repr=False)
 
 
+def is_span_field(name: str) -> bool:
+    """Whether a node's field is a source location (``span``, ``var_span``, ``name_span``): the
+    generic walkers over nodes skip these (a ``Span`` is a dataclass but not a node)."""
+    return name == "span" or name.endswith("_span")
+
+
 # ----------------------------------------------------------------------------- positions
 @dataclass(frozen=True)
 class PVar:
@@ -312,6 +318,7 @@ class Quant:
     var: str
     body: "Expr"
     span: Span | None = field(**_SPAN)
+    var_span: Span | None = field(**_SPAN)  # the variable's name, for "already bound" errors
 
 
 # ----------------------------------------------------------------------------- RASP-L
@@ -403,6 +410,7 @@ class Definition:
     params: tuple[SymRef, ...]
     expr: Expr
     span: Span | None = field(**_SPAN)
+    name_span: Span | None = field(**_SPAN)  # the defined name, for "defined twice" errors
 
 
 def symbol_problem(text) -> str | None:

@@ -293,7 +293,7 @@ def _rel_nodes(r):
     if dataclasses.is_dataclass(r):
         for f in dataclasses.fields(r):
             v = getattr(r, f.name)
-            if f.name != "span" and dataclasses.is_dataclass(v):
+            if not A.is_span_field(f.name) and dataclasses.is_dataclass(v):
                 yield from _rel_nodes(v)
 
 

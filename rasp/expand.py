@@ -81,7 +81,7 @@ def mentioned_symbols(module: A.Module) -> list[str]:
                 visit(x)
         elif hasattr(node, "__dataclass_fields__"):
             for f in node.__dataclass_fields__:
-                if f != "span":
+                if not A.is_span_field(f):
                     visit(getattr(node, f))
 
     for s in module.statements:
@@ -489,5 +489,5 @@ def symbol_codes(r, codes_of: dict[str, int], alphabet=()):
     if not dataclasses.is_dataclass(r):
         return r
     changes = {f.name: symbol_codes(getattr(r, f.name), codes_of, alphabet) for f in dataclasses.fields(r)
-               if f.name != "span" and dataclasses.is_dataclass(getattr(r, f.name))}
+               if not A.is_span_field(f.name) and dataclasses.is_dataclass(getattr(r, f.name))}
     return dataclasses.replace(r, **changes) if changes else r

@@ -364,7 +364,7 @@ def position_names(r) -> frozenset[str]:
     if is_dataclass(r) and not isinstance(r, type):
         for f in fields(r):
             v = getattr(r, f.name)
-            if f.name != "span" and is_dataclass(v) and not isinstance(v, type):
+            if not A.is_span_field(f.name) and is_dataclass(v) and not isinstance(v, type):
                 out |= position_names(v)
     return out
 

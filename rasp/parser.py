@@ -89,7 +89,7 @@ class _ToAst(Transformer):
         params: tuple = ()
         if len(children) == 3:
             params = children[1]
-        return A.Definition(str(name), params, children[-1], span=_span(meta))
+        return A.Definition(str(name), params, children[-1], span=_span(meta), name_span=_tspan(name))
 
     def params(self, meta, children):
         return tuple(children)
@@ -224,7 +224,7 @@ class _ToAst(Transformer):
         return A.PosPred(A.Rel(rel, span=rel.span), span=_span(meta))
 
     def _quant(self, op, meta, c):
-        return A.Quant(op, str(c[0]), c[1], span=_span(meta))
+        return A.Quant(op, str(c[0]), c[1], span=_span(meta), var_span=_tspan(c[0]))
 
     def any_(self, meta, c):
         return self._quant("any", meta, c)

@@ -117,7 +117,7 @@ def _walk_rel(r):
     if dataclasses.is_dataclass(r):
         for f in dataclasses.fields(r):
             v = getattr(r, f.name)
-            if dataclasses.is_dataclass(v) and f.name != "span":
+            if dataclasses.is_dataclass(v) and not A.is_span_field(f.name):
                 yield from _walk_rel(v)
             elif isinstance(v, tuple):
                 for x in v:
@@ -761,7 +761,7 @@ def _respan(node, span):
         return node  # a disjunction of token tests: kept as built (shared, memoized)
     changes = {}
     for f in dataclasses.fields(node):
-        if f.name == "span":
+        if A.is_span_field(f.name):
             continue
         v = getattr(node, f.name)
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
@@ -790,7 +790,7 @@ def _subst(node, mapping: dict):
     if isinstance(node, tuple):
         return tuple(_subst(v, mapping) for v in node)
     if isinstance(node, (Fin, Cnt, Idx, Sel)) or (dataclasses.is_dataclass(node) and not isinstance(node, type)):
-        changes = {f.name: _subst(getattr(node, f.name), mapping) for f in dataclasses.fields(node) if f.name != "span"}
+        changes = {f.name: _subst(getattr(node, f.name), mapping) for f in dataclasses.fields(node) if not A.is_span_field(f.name)}
         return dataclasses.replace(node, **changes)
     return node
 

@@ -293,7 +293,7 @@ def _renamed(r, old: str, new: str):
     if not dataclasses.is_dataclass(r) or isinstance(r, type):
         return r
     changes = {f.name: _renamed(getattr(r, f.name), old, new) for f in dataclasses.fields(r)
-               if f.name != "span" and dataclasses.is_dataclass(getattr(r, f.name))}
+               if not A.is_span_field(f.name) and dataclasses.is_dataclass(getattr(r, f.name))}
     return dataclasses.replace(r, **changes) if changes else r
 
 
@@ -465,7 +465,7 @@ def _respan(node, span):
         return node
     changes = {}
     for f in dataclasses.fields(node):
-        if f.name == "span":
+        if A.is_span_field(f.name):
             continue
         v = getattr(node, f.name)
         if dataclasses.is_dataclass(v) and not isinstance(v, type):

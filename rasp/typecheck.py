@@ -101,7 +101,7 @@ class _Checker:
                 if s.name in self.defs:
                     first = self.defs[s.name].span
                     where = f" (first defined on line {first.line})" if first else ""
-                    raise RaspError(f"'{s.name}' is defined twice{where}", s.span, "rename one of them")
+                    raise RaspError(f"'{s.name}' is defined twice{where}", s.name_span or s.span, "rename one of them")
                 if s.name in self.imports or s.name in builtins.ALL:
                     raise RaspError(f"'{s.name}' is a built-in predicate name", s.span, "choose another name")
                 names = [p.name for p in s.params if isinstance(p, A.SymVar)]
@@ -277,7 +277,7 @@ class _Checker:
             return COUNT
         if isinstance(e, A.Quant):
             if e.var in bound:
-                raise RaspError(f"'{e.var}' is already bound here", e.span, "use another variable name")
+                raise RaspError(f"'{e.var}' is already bound here", e.var_span or e.span, "use another variable name")
             t = self.expr(e.body, bound | {e.var})
             want = COUNT if e.op == "sum" else BOOL
             if t != want:

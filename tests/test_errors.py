@@ -65,8 +65,14 @@ BAD_PROGRAMS = [
     # ---- names
     Bad("unknown-name", 'alphabet a b\nCOUNT_A = #"a"\nok = COUNT_B == 1\n', 3, 6, "unknown name 'COUNT_B'",
         "did you mean 'COUNT_A'?", 7),
-    Bad("duplicate", 'alphabet a b\nX = #"a"\nX = #"b"\nok = X == 1\n', 3, 1, "'X' is defined twice (first defined on line 2)",
-        "rename"),
+    # the caret marks the second definition's name, not the whole definition
+    Bad("duplicate", 'alphabet a b\nXY = #"a"\nXY = #"b"\nok = XY == 1\n', 3, 1,
+        "'XY' is defined twice (first defined on line 2)", "rename", 2),
+    # a rebound quantifier variable: the caret marks the inner binding, not the whole any(...)
+    Bad("rebound-variable", 'alphabet a b\nok = any(xy, Q[xy] && any(xy, Q[xy]))\n', 2, 27,
+        "'xy' is already bound here", "another variable name", 2),
+    Bad("quantifier-rebinds-family-variable", 'alphabet a b\nP[x] = all(x, Q[x])\nok = P["a"]\n', 2, 12,
+        "'x' is already bound here", "another variable name", 1),
     Bad("cycle", 'alphabet a b\nX = Y + 1\nY = X - 1\nok = X == 1\n', 3, 5, "cycle: X -> Y -> X", "depend on it"),
     Bad("self-reference", 'alphabet a b\nX = #(X > 0)\nok = X == 1\n', 2, 7, "cycle: X -> X", "depend on it"),
     Bad("reserved-Q", 'alphabet a b\nQ = "a"\n', 2, 1, "'Q' is reserved", "token test"),
