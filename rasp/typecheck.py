@@ -103,7 +103,7 @@ class _Checker:
                     where = f" (first defined on line {first.line})" if first else ""
                     raise RaspError(f"'{s.name}' is defined twice{where}", s.name_span or s.span, "rename one of them")
                 if s.name in self.imports or s.name in builtins.ALL:
-                    raise RaspError(f"'{s.name}' is a built-in predicate name", s.span, "choose another name")
+                    raise RaspError(f"'{s.name}' is a built-in predicate name", s.name_span or s.span, "choose another name")
                 names = [p.name for p in s.params if isinstance(p, A.SymVar)]
                 for p in s.params:
                     if isinstance(p, A.SymLit):

@@ -73,6 +73,8 @@ BAD_PROGRAMS = [
         "'xy' is already bound here", "another variable name", 2),
     Bad("quantifier-rebinds-family-variable", 'alphabet a b\nP[x] = all(x, Q[x])\nok = P["a"]\n', 2, 12,
         "'x' is already bound here", "another variable name", 1),
+    Bad("builtin-name", 'alphabet a b\n#import pred4\npred4 = #"a" > 0\n', 3, 1, "'pred4' is a built-in predicate name",
+        "another name", 5),
     Bad("cycle", 'alphabet a b\nX = Y + 1\nY = X - 1\nok = X == 1\n', 3, 5, "cycle: X -> Y -> X", "depend on it"),
     Bad("self-reference", 'alphabet a b\nX = #(X > 0)\nok = X == 1\n', 2, 7, "cycle: X -> X", "depend on it"),
     Bad("reserved-Q", 'alphabet a b\nQ = "a"\n', 2, 1, "'Q' is reserved", "token test"),
