@@ -43,10 +43,13 @@ program, after families are expanded.
 position on is plain C-RASP written with ``#true`` (:func:`rasp.rewrite.absolute_predicate`):
 ``pos[i <= 5]`` is ``#true <= 6``, ``#[j <= 2] P`` is ``#(P && #true <= 3)``, and such comparisons
 inside a guard of both positions split off it (:func:`rasp.rewrite.split_count`: ``#[j > 0 && j < i] P``
-is ``#[j < i] (P && !(#true <= 1))``).
+is ``#[j < i] (P && !(#true <= 1))``). A comparison of i and j that has one value at every j once i
+is large (``i + j >= 7``: true for every j from i = 7 on; :func:`rasp.guards.eventually_constant`)
+is that value from there on and, at each of the at most 64 positions before, a count of the
+positions j where the guard holds, written with ``#true`` (:func:`rasp.rewrite.eventual_count`).
 
 **Outside.** A relation that depends on absolute position in any other way (``j == i / 2``,
-``i + j >= 7``), multiplies positions (``j * j == i``), or a ``pos[...]`` that is neither periodic nor
+``i - 2 * j >= 0``, ``i + j <= 300`` past the 64 positions), multiplies positions (``j * j == i``), or a ``pos[...]`` that is neither periodic nor
 periodic from some position on (``pos[i * i == 25]``; ``pos[i <= 5]`` is inside) puts the
 program outside every fragment: each such atom becomes a :class:`Reason` with its exact source span and the
 condition of the theorem that fails (``translation invariance``, ``locality``, ``periodicity``).
@@ -72,10 +75,10 @@ from pathlib import Path
 
 from . import ast as A
 from .errors import RaspError, Span, caret_lines, source_lines
-from .guards import NotRegular, analyze_relation, periodic_residues
+from .guards import NotRegular, analyze_relation, eventually_constant, periodic_residues
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
-from .rewrite import (SPLIT_ATOM_CAP, absolute_atoms, absolute_count, absolute_predicate, local_offset,
+from .rewrite import (EVENTUAL_CAP, SPLIT_ATOM_CAP, absolute_atoms, absolute_count, absolute_predicate, local_offset,
                       past_absolute_limits, rewrite_core, rewrite_module)
 
 #: every fragment a verdict can name, from the strongest guarantee to none
@@ -337,6 +340,10 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
     past = past_absolute_limits(rel.expr) or (culprit is not None and past_absolute_limits(culprit))
     limits = ("; this one is past the rewrite's limits (at most 2^20 positions before its periodic part, "
               "at most 64 runs of positions set apart)" if past else "") + split
+    settles = eventually_constant(culprit) if isinstance(culprit, A.PCmp) else None
+    if settles is not None and settles[0] > EVENTUAL_CAP:  # rasp.rewrite.eventual_count's limit
+        limits += (f"; it has one value at every j from i = {settles[0]:,} on, past the {EVENTUAL_CAP} positions "
+                   "the rewrite treats one by one")
     hint = f"; {form.hint}" if form.hint else ""  # the count that says it, for a position against a constant
     if unary:
         condition = "periodicity"

@@ -242,6 +242,42 @@ def equality_offset(rel: A.PosExpr) -> int | None:
     return int(d) if d.denominator == 1 and d >= 0 else None
 
 
+def eventually_constant(rel: A.PosExpr) -> tuple[int, bool] | None:
+    """``(i0, value)`` when ``rel`` is one comparison of i and j whose value is ``value`` at every
+    0 <= j <= i once i >= i0, and neither position alone decides it (else None): ``i + j >= 7`` is
+    (7, True), ``2 * i - j > 3`` is (4, True), ``i + j == 5`` is (6, False).
+
+    With t = a*i + b*j + c + p (lo <= p <= hi) = (a + b)*j + a*(i - j) + c + p and both j and i - j
+    at least 0, t >= min(a, a + b)*i + c + lo when a and a + b are both positive: t >= 0 for every j
+    once i >= -(c + lo) / min(a, a + b) (which decides ``>=`` and ``<``) and t > 0 once i is past it
+    (which decides the others). Both negative: t <= max(a, a + b)*i + c + hi, at most 0 once
+    i >= (c + hi) / -max(a, a + b) and below 0 past it. Such a comparison is not translation invariant (a + b != 0), but
+    only finitely many positions i see it vary, so a count under it is the count under its value
+    from i0 on and a table of finitely many counts before (``rasp.rewrite.eventual_count``). A
+    comparison of j alone (a = 0) never settles: j = 0 stays in range. Exact, like the rest of the
+    analysis."""
+    if not isinstance(rel, A.PCmp):
+        return None
+    x, y = _term(rel.left), _term(rel.right)
+    if isinstance(x, _Poly) or isinstance(y, _Poly):
+        return None
+    a, b, c = x.a - y.a, x.b - y.b, x.c - y.c
+    lo, hi = x.lo - y.hi, x.hi - y.lo
+    s = a + b
+    if b == 0:  # a comparison of i alone: rasp.rewrite.absolute_atoms splits those off
+        return None
+    if a > 0 and s > 0:  # t >= bound... : t > 0 from the first i past it, t >= 0 from it on
+        bound, sign, weak = -(c + lo) / min(a, s), 1, rel.op in (">=", "<")
+    elif a < 0 and s < 0:
+        bound, sign, weak = (c + hi) / -max(a, s), -1, rel.op in ("<=", ">")
+    else:
+        return None
+    # ``>=`` and ``<`` (``<=`` and ``>`` when t falls) are decided once t >= 0 (t <= 0); the others
+    # need t != 0 as well
+    i0 = math.ceil(bound) if weak else math.floor(bound) + 1
+    return max(0, i0), bool(_PCMP[rel.op](sign, 0))
+
+
 def select_comparison(rel: A.PosExpr) -> bool:
     """Whether ``rel`` is one comparison (or its negation) whose sides are each a linear term
     (:func:`_term`, no ``%`` or ``/`` part) that is a constant or one index plus a constant

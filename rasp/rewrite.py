@@ -36,8 +36,8 @@ import numpy as np
 
 from . import ast as A
 from .errors import RaspError
-from .guards import (TABLE_CAP, GuardForm, analyze_relation, equality_offset, eval_relation, eventually_periodic,
-                     far_table, periodic_residues, position_names, table_cells)
+from .guards import (TABLE_CAP, GuardForm, analyze_relation, equality_offset, eval_relation, eventually_constant,
+                     eventually_periodic, far_table, periodic_residues, position_names, table_cells)
 
 
 @dataclass(frozen=True)
@@ -326,10 +326,88 @@ def absolute_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     one = one_position(rel)
     pred = None if one is None else absolute_predicate(one[1])
     if pred is None:
-        return split_count(rel, body)
+        split = split_count(rel, body)
+        return split if split is not None else eventual_count(rel, body)
     if one[0] == "j":  # a predicate of the counted position, inside the count
         return A.Count(None, A.And(body, pred))
     return A.Cond(pred, A.Count(None, body), A.IntConst(0))  # of the current position: outside it
+
+
+#: the most positions :func:`eventual_count` treats one by one (one count and one conditional each)
+EVENTUAL_CAP = 64
+
+
+def _eventual_atoms(rel) -> dict:
+    """The comparisons of i and j in ``rel`` (under ``&&``, ``||``, ``!``) that settle from some i on
+    (:func:`rasp.guards.eventually_constant`): atom -> (i0, value)."""
+    found: dict = {}
+    stack = [rel]
+    while stack:
+        r = stack.pop()
+        if isinstance(r, (A.PAnd, A.POr)):
+            stack += [r.left, r.right]
+        elif isinstance(r, A.PNot):
+            stack.append(r.operand)
+        elif isinstance(r, A.PCmp) and r not in found:
+            settled = eventually_constant(r)
+            if settled is not None:
+                found[r] = settled
+    return found
+
+
+def eventual_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
+    """``#[rel] body`` when what keeps ``rel`` outside the regular relations are comparisons of i and j
+    that settle once i is large (``i + j >= 7``, ``2 * i - j > 3``; :func:`rasp.guards.eventually_constant`),
+    or None.
+
+    Let i0 be the largest position from which each such comparison has its final value at every
+    0 <= j <= i. From i0 on the guard is ``g_far``, ``rel`` with each of them replaced by its value,
+    whose count is rewritten as any other (normal form, absolute atoms split off). Before i0 there are
+    finitely many positions, and at each i' the count is ``#(body && J)`` with J the set of j <= i'
+    where ``rel`` holds, evaluated exactly (J written with ``#true``, which is j + 1 inside the count:
+    :func:`absolute_predicate`). So ``#[rel] body = (N_0 if #true == 1 else N_1 if #true == 2 else ...)
+    if #true <= i0 else #[g_far] body``: plain C-RASP besides what ``g_far`` needs. At most
+    :data:`EVENTUAL_CAP` positions are treated one by one."""
+    atoms = _eventual_atoms(rel)
+    if not atoms:
+        return None
+    i0 = max(i for i, _ in atoms.values())
+    if i0 > EVENTUAL_CAP:
+        return None
+    far_rel = rel
+    for atom, (_, value) in atoms.items():
+        far_rel = _substituted(far_rel, atom, value)
+    if far_rel == A.PBool(False):
+        far = A.IntConst(0)
+    elif far_rel == A.PBool(True):
+        far = A.Count(None, body)
+    else:
+        far = normalize_count(far_rel, body)
+        if far is None:
+            far = absolute_count(far_rel, body)
+        if far is None:
+            return None
+    if i0 == 0:
+        return far
+    nears = []  # the count at each position before i0
+    for i in range(i0):
+        holds = np.broadcast_to(np.asarray(eval_relation(rel, np.full(i + 1, i, dtype=np.int64),
+                                                          np.arange(i + 1, dtype=np.int64)), dtype=bool), (i + 1,))
+        if not holds.any():
+            nears.append(A.IntConst(0))
+        elif holds.all():
+            nears.append(A.Count(None, body))
+        else:
+            at = A.balanced(A.POr, [A.PCmp("==", A.PVar("i"), A.PInt(int(j))) for j in np.flatnonzero(holds)])
+            nears.append(A.Count(None, A.And(body, absolute_predicate(at))))
+    # a run of positions with the same count is one branch; each test is "#true <= the run's last
+    # position + 1", the runs before being excluded by the conditionals outside it
+    out = far
+    for i in reversed(range(i0)):
+        if i + 1 < i0 and nears[i + 1] == nears[i]:
+            continue  # the same run as i + 1: its branch is made at the run's last position
+        out = A.Cond(A.Compare("<=", _positions_so_far(), A.IntConst(i + 1)), nears[i], out)
+    return out
 
 
 #: the most absolute atoms :func:`split_count` splits off one guard (each may double its normal form)

@@ -56,7 +56,7 @@ class Features:
 
     local: bool = False  # guards that depend on i - j within a window (period 1)
     periodic: bool = False  # pos[...] predicates and guards that depend on residues only
-    irregular: bool = False  # any relation at all (outside every fragment)
+    irregular: bool = False  # relations that are not regular (most outside every fragment)
 
 
 #: fragment name -> what its programs may use
@@ -174,9 +174,11 @@ def _residue_atom(draw, unary: bool) -> A.PosExpr:
 
 
 def _irregular_atom(unary: bool) -> st.SearchStrategy[A.PosExpr]:
-    """Relations outside every fragment: products of positions, i / k against j, sums of i and j.
+    """Relations that are not regular: products of positions, i / k against j, sums of i and j.
     (A position against a constant, ``i <= 3`` or ``j <= 3``, is not one: it is eventually periodic,
-    and plain C-RASP says it with ``#true``; see :func:`rasp.rewrite.absolute_predicate`.)"""
+    and plain C-RASP says it with ``#true``; see :func:`rasp.rewrite.absolute_predicate`. A sum
+    ``i + j <= 3`` settles once i is large, so the rewrite brings it into plain C-RASP position by
+    position, :func:`rasp.rewrite.eventual_count`; the others stay outside every fragment.)"""
     k = st.integers(0, 5)
     op = st.sampled_from(_OPS)
     if unary:
@@ -192,7 +194,8 @@ def _irregular_atom(unary: bool) -> st.SearchStrategy[A.PosExpr]:
 
 def irregular_guards() -> st.SearchStrategy[A.Rel]:
     """Guards that are neither local nor periodic (``j * j <= 3``, ``j == i / 2``, ``2 * j == i``...):
-    a count with one of these is outside every C-RASP fragment."""
+    a count with one of these is outside every C-RASP fragment, except under the sums of i and j,
+    which the rewrite brings into plain C-RASP (:func:`_irregular_atom`)."""
     return _irregular_atom(unary=False).map(A.Rel)
 
 

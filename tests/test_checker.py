@@ -119,7 +119,10 @@ ROWS = [
     Row("abs-i-le-5", count_prog('#[i <= 5] "a"'), C, (), ()),
     Row("half", count_prog('#[j == i / 2] "a"'), NONE, reasons=((TI, 2, "j == i / 2"),)),
     Row("twice-j", count_prog('#[2 * j == i] "a"'), NONE, reasons=((TI, 2, "2 * j == i"),)),
-    Row("sum-le-3", count_prog('#[i + j <= 3] "a"'), NONE, reasons=((TI, 2, "i + j <= 3"),)),
+    # a comparison of i and j that settles once i is large (false for every j from i = 4 on): plain
+    # C-RASP, position by position before (rasp.rewrite.eventual_count); it was 'none'
+    Row("sum-le-3", count_prog('#[i + j <= 3] "a"'), C, (), (), depth=2),
+    Row("sum-past-cap", count_prog('#[i + j <= 300] "a"'), NONE, reasons=((TI, 2, "i + j <= 300"),)),
     Row("square", count_prog('#[j * j == i] "a"'), NONE, reasons=((TI, 2, "j * j"),)),
     Row("distance-squared", count_prog('#[(i - j) * (i - j) <= 9] "a"'), NONE,
         reasons=((LOC, 2, "(i - j) * (i - j)"),)),
@@ -712,6 +715,83 @@ def test_absolute_atoms_split_off_a_guard_of_both_positions(guard, seed):
         assert model.run(toks) == p.run(toks), toks
 
 
+#: comparisons of i and j that settle once i is large (rasp.guards.eventually_constant): both
+#: coefficients of the same sign, a periodic part, equality, a fraction, settling true or false
+_SETTLING_ATOMS = ["i + j >= 7", "i + 2 * j > 5", "2 * i - j >= 3", "i + j == 5", "-i - j >= -4", "i + j != 3",
+                   "i + j + j % 3 >= 6", "(i + j) / 2 <= 2", "3 * i - 2 * j < 4"]
+
+
+@st.composite
+def _settling_guards(draw) -> str:
+    first = draw(st.sampled_from(_SETTLING_ATOMS))
+    others = draw(st.lists(st.sampled_from(_SETTLING_ATOMS + _ABSOLUTE_ATOMS + _TABLE_ATOMS), max_size=3))
+    parts = draw(st.permutations([first] + others))
+    text = f"({parts[0]})"
+    for p in parts[1:]:
+        op = draw(st.sampled_from(["&&", "||"]))
+        text = f"{'!' if draw(st.booleans()) else ''}({text} {op} ({p}))"
+    return text
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(guard=_settling_guards(), seed=st.integers(0, 2**32 - 1))
+@example(guard="(i + j >= 7)", seed=0)
+@example(guard="(i >= 5) && (i + j >= 7)", seed=1)  # was 'none' (helper 66)
+@example(guard="(i + j == 5) || (j == i)", seed=2)
+@example(guard="(i + j >= 70)", seed=3)  # past EVENTUAL_CAP: stays outside (checked below)
+def test_comparisons_that_settle_are_rewritten_position_by_position(guard, seed):
+    """A guard whose comparisons of i and j settle once i is large (``i + j >= 7`` holds for every j
+    from i = 7 on) is plain C-RASP besides its other parts (rasp.rewrite.eventual_count): the count's
+    value at every position is the same under the interpreter, the naive evaluator and the rewritten
+    program, and the compiled model agrees with the interpreter, at lengths on both sides of the point
+    where the comparisons settle. Past EVENTUAL_CAP positions the guard stays outside."""
+    import compiler
+    from naive import naive_values
+    from rasp.interp import evaluate, make_batch
+    from rasp.rewrite import EVENTUAL_CAP, _eventual_atoms
+
+    p = rasp.parse(f'alphabet a b\nX = #[{guard}] "a"\nOUT = X >= 2\n')
+    settle = max((i for i, _ in _eventual_atoms(p.core.defs[0].expr.guard.expr).values()), default=0)
+    v = check(p, with_task=False)
+    if settle > EVENTUAL_CAP:
+        assert not v.in_class
+        return
+    assert v.in_class, (guard, [r.message for r in v.reasons])
+    normal = rewrite_core(p.core)
+    model = compiler.compile(p)
+    rng = np.random.default_rng(seed)
+    for n in (1, 4, 9, 23):
+        toks = [str(s) for s in rng.choice(["a", "b"], size=n)]
+        batch = make_batch([p.encode(toks)])
+        want = naive_values(p.core, toks)["X"]
+        assert list(evaluate(p.core, batch)["X"][0, :n]) == want, toks
+        assert list(evaluate(normal, batch)["X"][0, :n]) == want, toks
+        assert model.run(toks) == p.run(toks), toks
+
+
+def test_settling_comparisons_their_points_and_values():
+    """rasp.guards.eventually_constant on its docstring's examples and at the boundary: the value at
+    every 0 <= j <= i for i >= i0 is the one given, and at i0 - 1 some j still sees the other."""
+    from rasp.guards import eventually_constant
+
+    def rel(text):
+        return rasp.parse(f'alphabet a\nX = #[{text}] "a"\nO = X > 0\n').core.defs[0].expr.guard.expr
+
+    assert eventually_constant(rel("i + j >= 7")) == (7, True)
+    assert eventually_constant(rel("2 * i - j > 3")) == (4, True)
+    assert eventually_constant(rel("i + j == 5")) == (6, False)
+    for text in ("i - 2 * j >= 0", "j >= 3", "i >= 3", "i - j >= 2", "j + 0 * i > 2"):
+        assert eventually_constant(rel(text)) is None, text  # never settles, or one position alone
+    for text in _SETTLING_ATOMS:
+        r = rel(text)
+        i0, value = eventually_constant(r)
+        for i in range(i0, i0 + 12):
+            assert (np.asarray(eval_relation(r, np.full(i + 1, i), np.arange(i + 1))) == value).all(), (text, i)
+        if i0 > 0:  # the point is the first: before it some j differs (not required, but true of these)
+            i = i0 - 1
+            assert not (np.asarray(eval_relation(r, np.full(i + 1, i), np.arange(i + 1))) == value).all(), text
+
+
 def test_split_atoms_are_found_again_in_each_branch_and_dead_branches_dropped():
     """An atom inside a larger one (``j == 1`` in ``j == 1 || j == 3``) made the verdict depend on the
     order of the conjuncts (a helper found ``(j == 1 || i - j == 2) && (j == 1 || j == 3)`` outside and
@@ -741,6 +821,8 @@ def test_a_guard_that_stays_outside_names_the_part_that_is_not_regular():
     assert not v.in_class and v.reasons[0].text == "2 * j <= i"
     v = check(rasp.parse('alphabet a b\nX = #[j <= 2000000 && j < i] "a"\nO = X > 1\n'), with_task=False)
     assert not v.in_class and "past the rewrite's limits" in v.reasons[0].message
+    v = check(rasp.parse('alphabet a b\nX = #[i + j <= 300] "a"\nO = X > 1\n'), with_task=False)
+    assert not v.in_class and "every j from i = 301 on, past the 64 positions" in v.reasons[0].message
     atoms = " && ".join(f"j != {k} && i - j != {k + 1}" for k in range(7))  # seven atoms apart
     v = check(rasp.parse(f'alphabet a b\nX = #[{atoms}] "a"\nO = X > 1\n'), with_task=False)
     assert not v.in_class and "7 comparisons of one position" in v.reasons[0].message
