@@ -79,7 +79,7 @@ from .guards import NotRegular, analyze_relation, eventually_constant, periodic_
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
 from .rewrite import (EVENTUAL_CAP, SPLIT_ATOM_CAP, absolute_atoms, absolute_count, absolute_predicate, local_offset,
-                      past_absolute_limits, rewrite_core, rewrite_module)
+                      only_local_counts, past_absolute_limits, rewrite_core, rewrite_module)
 
 #: every fragment a verdict can name, from the strongest guarantee to none
 FRAGMENTS: tuple[str, ...] = (
@@ -534,8 +534,14 @@ def check(program: Program, *, name: str | None = None, task=None, with_task: bo
 
 def _check(program: Program, name: str | None, task, with_task: bool) -> Verdict:
     core = program.core
-    reasons = _reasons(core)
-    rewritten_core = rewrite_core(core)
+    if only_local_counts(program.module):
+        # every written count is plain or local and nothing else needs rewriting: the expanded core is
+        # its own normal form and has nothing outside (what the compiler relies on too; tested), so
+        # neither walk is needed (0.35 s of 1.2 s for the 150-symbol bigram programs)
+        reasons, rewritten_core = [], core
+    else:
+        reasons = _reasons(core)
+        rewritten_core = rewrite_core(core)
     offsets, self_counts, periods, counts, evidence = _positional_facts(rewritten_core)
     rewritten_module = _declaring(rewrite_module(program.module), core.alphabet)
     rewrites = tuple(

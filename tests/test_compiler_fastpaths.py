@@ -201,16 +201,19 @@ def test_shortcuts_on_random_programs(program):
     lambda fragment: programs(alphabet=("a", "b", "c"), fragment=fragment, max_depth=3, max_size=24)))
 def test_only_local_counts_means_nothing_to_rewrite_or_check(program):
     """The compiler skips the rewrite and the class check's walk when every written count is plain or
-    local (``rasp.rewrite.only_local_counts``): then the rewrite must change nothing and the walk must
-    find nothing, for programs of every fragment (irregular guards, periodic ones, imports). Local
-    fragments are drawn thrice as often: a guarded count the fast path takes as it is (``j == i - d``,
+    local (``rasp.rewrite.only_local_counts``), and the checker skips the rewrite and its walk for
+    reasons: then the rewrite must change nothing and the walks must find nothing, for programs of
+    every fragment (irregular guards, periodic ones, imports). Local fragments are drawn thrice as
+    often: a guarded count the fast path takes as it is (``j == i - d``,
     ``#[pred]``) is in 54 of 600 draws so (4 of 600 before the strategies wrote ``j == i - d``
     directly, and all fragments were drawn alike)."""
+    from rasp.checker import _reasons
     from rasp.rewrite import only_local_counts, rewrite_core
 
     if only_local_counts(program.module):
         assert rewrite_core(program.core) is program.core
         G.check_class(program.core)  # raises on a construct outside the class
+        assert _reasons(program.core) == []  # rasp.checker.check skips this walk too
 
 
 def test_only_local_counts_on_the_shapes_it_must_refuse():
