@@ -78,8 +78,9 @@ from .errors import RaspError, Span, caret_lines, source_lines
 from .guards import NotRegular, analyze_relation, eventually_constant, periodic_residues
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
-from .rewrite import (EVENTUAL_CAP, SPLIT_ATOM_CAP, absolute_atoms, absolute_count, absolute_predicate, local_offset,
-                      only_local_counts, past_absolute_limits, rewrite_core, rewrite_module)
+from .rewrite import (EVENTUAL_CAP, SPLIT_ATOM_CAP, absolute_atoms, absolute_count, absolute_predicate,
+                      eventual_atoms, local_offset, only_local_counts, past_absolute_limits, rewrite_core,
+                      rewrite_module)
 
 #: every fragment a verdict can name, from the strongest guarantee to none
 FRAGMENTS: tuple[str, ...] = (
@@ -323,7 +324,10 @@ def _relation_reason(rel: A.Rel, fallback: Span | None, unary: bool) -> Reason |
     if (absolute_predicate(rel.expr) if unary else absolute_count(rel.expr, A.BoolConst(True))) is not None:
         return None
     atoms = [] if unary else absolute_atoms(rel.expr)
-    rest = _first_irregular(rel.expr, atoms) if atoms else None
+    # comparisons that settle within EVENTUAL_CAP are taken care of too (rasp.rewrite.eventual_count):
+    # the reason is the first part that is neither
+    settling = [] if unary else [a for a, (i0, _) in eventual_atoms(rel.expr).items() if i0 <= EVENTUAL_CAP]
+    rest = _first_irregular(rel.expr, atoms + settling) if atoms or settling else None
     split = ""
     if rest is not None:  # the atoms split off (rasp.rewrite.split_count); this part keeps it outside
         form = rest

@@ -243,19 +243,21 @@ def equality_offset(rel: A.PosExpr) -> int | None:
 
 
 def eventually_constant(rel: A.PosExpr) -> tuple[int, bool] | None:
-    """``(i0, value)`` when ``rel`` is one comparison of i and j whose value is ``value`` at every
-    0 <= j <= i once i >= i0, and neither position alone decides it (else None): ``i + j >= 7`` is
-    (7, True), ``2 * i - j > 3`` is (4, True), ``i + j == 5`` is (6, False).
+    """``(i0, value)`` when ``rel`` is one comparison that reads j and whose value is ``value`` at
+    every 0 <= j <= i once i >= i0; else None (a comparison of i alone is an absolute atom,
+    ``rasp.rewrite.absolute_atoms``). ``i + j >= 7`` is (7, True), ``2 * i - j > 3`` is (4, True),
+    ``i + j == 5`` is (6, False), ``2 * i + j % 2 >= 5`` is (3, True).
 
     With t = a*i + b*j + c + p (lo <= p <= hi) = (a + b)*j + a*(i - j) + c + p and both j and i - j
-    at least 0, t >= min(a, a + b)*i + c + lo when a and a + b are both positive: t >= 0 for every j
-    once i >= -(c + lo) / min(a, a + b) (which decides ``>=`` and ``<``) and t > 0 once i is past it
-    (which decides the others). Both negative: t <= max(a, a + b)*i + c + hi, at most 0 once
-    i >= (c + hi) / -max(a, a + b) and below 0 past it. Such a comparison is not translation invariant (a + b != 0), but
-    only finitely many positions i see it vary, so a count under it is the count under its value
-    from i0 on and a table of finitely many counts before (``rasp.rewrite.eventual_count``). A
-    comparison of j alone (a = 0) never settles: j = 0 stays in range. Exact, like the rest of the
-    analysis."""
+    at least 0: when a and a + b are both positive, t >= min(a, a + b)*i + c + lo, so t >= 0 for
+    every j once i >= -(c + lo) / min(a, a + b) (which decides ``>=`` and ``<``) and t > 0 once i is
+    past it (which decides the others). Both negative: t <= max(a, a + b)*i + c + hi, at most 0 once
+    i >= (c + hi) / -max(a, a + b) and below 0 past it. Such a comparison is not translation
+    invariant (a + b != 0), but only finitely many positions i see it vary, so a count under it is the
+    count under its value from i0 on and a table of finitely many counts before
+    (``rasp.rewrite.eventual_count``). With a = 0 it never settles (j = 0 stays in range); with a and
+    a + b of opposite signs (``i - 2 * j >= 0``) its boundary moves with i. Sound, not tight: the
+    bound on p may set i0 later than the first position that settles."""
     if not isinstance(rel, A.PCmp):
         return None
     x, y = _term(rel.left), _term(rel.right)
@@ -264,7 +266,7 @@ def eventually_constant(rel: A.PosExpr) -> tuple[int, bool] | None:
     a, b, c = x.a - y.a, x.b - y.b, x.c - y.c
     lo, hi = x.lo - y.hi, x.hi - y.lo
     s = a + b
-    if b == 0:  # a comparison of i alone: rasp.rewrite.absolute_atoms splits those off
+    if b == 0 and "j" not in position_names(rel):  # of i alone: rasp.rewrite.absolute_atoms splits it off
         return None
     if a > 0 and s > 0:  # t >= bound... : t > 0 from the first i past it, t >= 0 from it on
         bound, sign, weak = -(c + lo) / min(a, s), 1, rel.op in (">=", "<")

@@ -337,7 +337,7 @@ def absolute_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
 EVENTUAL_CAP = 64
 
 
-def _eventual_atoms(rel) -> dict:
+def eventual_atoms(rel) -> dict:
     """The comparisons of i and j in ``rel`` (under ``&&``, ``||``, ``!``) that settle from some i on
     (:func:`rasp.guards.eventually_constant`): atom -> (i0, value)."""
     found: dict = {}
@@ -363,12 +363,13 @@ def eventual_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     Let i0 be the largest position from which each such comparison has its final value at every
     0 <= j <= i. From i0 on the guard is ``g_far``, ``rel`` with each of them replaced by its value,
     whose count is rewritten as any other (normal form, absolute atoms split off). Before i0 there are
-    finitely many positions, and at each i' the count is ``#(body && J)`` with J the set of j <= i'
-    where ``rel`` holds, evaluated exactly (J written with ``#true``, which is j + 1 inside the count:
-    :func:`absolute_predicate`). So ``#[rel] body = (N_0 if #true == 1 else N_1 if #true == 2 else ...)
-    if #true <= i0 else #[g_far] body``: plain C-RASP besides what ``g_far`` needs. At most
-    :data:`EVENTUAL_CAP` positions are treated one by one."""
-    atoms = _eventual_atoms(rel)
+    finitely many positions, and at each i' the count N_i' is ``#(body && J)`` with J the set of
+    j <= i' where ``rel`` holds, evaluated exactly (J written with ``#true``, which is j + 1 inside the
+    count: :func:`absolute_predicate`; 0 or ``#body`` when J is empty or every j). Consecutive
+    positions with the same count form a run [s, e], and ``#[rel] body = N_run1 if #true <= e1 + 1 else
+    N_run2 if #true <= e2 + 1 else ... else #[g_far] body`` (the last run ends at i0 - 1): plain C-RASP
+    besides what ``g_far`` needs. At most :data:`EVENTUAL_CAP` positions are treated one by one."""
+    atoms = eventual_atoms(rel)
     if not atoms:
         return None
     i0 = max(i for i, _ in atoms.values())

@@ -718,7 +718,7 @@ def test_absolute_atoms_split_off_a_guard_of_both_positions(guard, seed):
 #: comparisons of i and j that settle once i is large (rasp.guards.eventually_constant): both
 #: coefficients of the same sign, a periodic part, equality, a fraction, settling true or false
 _SETTLING_ATOMS = ["i + j >= 7", "i + 2 * j > 5", "2 * i - j >= 3", "i + j == 5", "-i - j >= -4", "i + j != 3",
-                   "i + j + j % 3 >= 6", "(i + j) / 2 <= 2", "3 * i - 2 * j < 4"]
+                   "i + j + j % 3 >= 6", "(i + j) / 2 <= 2", "3 * i - 2 * j < 4", "2 * i + j % 2 >= 5"]
 
 
 @st.composite
@@ -748,10 +748,10 @@ def test_comparisons_that_settle_are_rewritten_position_by_position(guard, seed)
     import compiler
     from naive import naive_values
     from rasp.interp import evaluate, make_batch
-    from rasp.rewrite import EVENTUAL_CAP, _eventual_atoms
+    from rasp.rewrite import EVENTUAL_CAP, eventual_atoms
 
     p = rasp.parse(f'alphabet a b\nX = #[{guard}] "a"\nOUT = X >= 2\n')
-    settle = max((i for i, _ in _eventual_atoms(p.core.defs[0].expr.guard.expr).values()), default=0)
+    settle = max((i for i, _ in eventual_atoms(p.core.defs[0].expr.guard.expr).values()), default=0)
     v = check(p, with_task=False)
     if settle > EVENTUAL_CAP:
         assert not v.in_class
@@ -780,6 +780,7 @@ def test_settling_comparisons_their_points_and_values():
     assert eventually_constant(rel("i + j >= 7")) == (7, True)
     assert eventually_constant(rel("2 * i - j > 3")) == (4, True)
     assert eventually_constant(rel("i + j == 5")) == (6, False)
+    assert eventually_constant(rel("2 * i + j % 2 >= 5")) == (3, True)  # j only in a periodic part (helper 76)
     for text in ("i - 2 * j >= 0", "j >= 3", "i >= 3", "i - j >= 2", "j + 0 * i > 2"):
         assert eventually_constant(rel(text)) is None, text  # never settles, or one position alone
     for text in _SETTLING_ATOMS:
@@ -823,6 +824,12 @@ def test_a_guard_that_stays_outside_names_the_part_that_is_not_regular():
     assert not v.in_class and "past the rewrite's limits" in v.reasons[0].message
     v = check(rasp.parse('alphabet a b\nX = #[i + j <= 300] "a"\nO = X > 1\n'), with_task=False)
     assert not v.in_class and "every j from i = 301 on, past the 64 positions" in v.reasons[0].message
+    # a comparison that settles within the cap is not the reason (helper 76: the first was named)
+    v = check(rasp.parse('alphabet a b\nX = #[i + j >= 7 && i + j <= 300] "a"\nO = X > 1\n'), with_task=False)
+    assert not v.in_class and v.reasons[0].text == "i + j <= 300" and "from i = 301 on" in v.reasons[0].message
+    v = check(rasp.parse('alphabet a b\nX = #[(i + j >= 7 && j % 3 == 1) || -i + 2 * j > 0] "a"\nO = X > 1\n'),
+              with_task=False)
+    assert not v.in_class and v.reasons[0].text == "-i + 2 * j > 0"
     atoms = " && ".join(f"j != {k} && i - j != {k + 1}" for k in range(7))  # seven atoms apart
     v = check(rasp.parse(f'alphabet a b\nX = #[{atoms}] "a"\nO = X > 1\n'), with_task=False)
     assert not v.in_class and "7 comparisons of one position" in v.reasons[0].message
