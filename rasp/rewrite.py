@@ -335,6 +335,8 @@ def absolute_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
 
 #: the most positions :func:`eventual_count` treats one by one (one count and one conditional each)
 EVENTUAL_CAP = 64
+#: the latest settling point :func:`eventual_count` looks below for positions that have settled already
+EVENTUAL_SCAN_CAP = 4096
 
 
 def eventual_atoms(rel) -> dict:
@@ -368,16 +370,27 @@ def eventual_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     count: :func:`absolute_predicate`; 0 or ``#body`` when J is empty or every j). Consecutive
     positions with the same count form a run [s, e], and ``#[rel] body = N_run1 if #true <= e1 + 1 else
     N_run2 if #true <= e2 + 1 else ... else #[g_far] body`` (the last run ends at i0 - 1): plain C-RASP
-    besides what ``g_far`` needs. At most :data:`EVENTUAL_CAP` positions are treated one by one."""
+    besides what ``g_far`` needs. Positions just below i0 whose guard already is ``g_far``'s (the bound
+    on a periodic part can be loose: ``i + j - j % 100 >= 5`` settles at 5, its bound says 104) are
+    left to ``g_far``; at most :data:`EVENTUAL_CAP` positions are treated one by one."""
     atoms = eventual_atoms(rel)
     if not atoms:
         return None
     i0 = max(i for i, _ in atoms.values())
-    if i0 > EVENTUAL_CAP:
+    if i0 > EVENTUAL_SCAN_CAP:
         return None
     far_rel = rel
     for atom, (_, value) in atoms.items():
         far_rel = _substituted(far_rel, atom, value)
+    # the bound on a periodic part can set i0 late (i + j - j % 100 >= 0 holds everywhere, and its
+    # i0 is 99): positions below i0 whose row of j is already the settled guard's need no branch
+    while i0 > 0 and np.array_equal(*(
+            np.broadcast_to(np.asarray(eval_relation(r, np.full(i0, i0 - 1, dtype=np.int64),
+                                                     np.arange(i0, dtype=np.int64)), dtype=bool), (i0,))
+            for r in (rel, far_rel))):
+        i0 -= 1
+    if i0 > EVENTUAL_CAP:
+        return None
     if far_rel == A.PBool(False):
         far = A.IntConst(0)
     elif far_rel == A.PBool(True):
