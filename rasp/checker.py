@@ -49,9 +49,9 @@ is that value from there on and, at each of the at most 64 positions before, a c
 positions j where the guard holds, written with ``#true`` (:func:`rasp.rewrite.eventual_count`).
 
 **Outside.** A relation that depends on absolute position in any other way (``j == i / 2``,
-``i - 2 * j >= 0``, ``i + j <= 300`` past the 64 positions), multiplies positions (``j * j == i``), or a ``pos[...]`` that is neither periodic nor
-periodic from some position on (``pos[i * i == 25]``; ``pos[i <= 5]`` is inside) puts the
-program outside every fragment: each such atom becomes a :class:`Reason` with its exact source span and the
+``i - 2 * j >= 0``, ``i + j <= 300`` past the 64 positions), multiplies positions (``j * j == i``),
+or a ``pos[...]`` that is neither periodic nor periodic from some position on (``pos[i * i == 25]``;
+``pos[i <= 5]`` is inside) puts the program outside every fragment: each such atom becomes a :class:`Reason` with its exact source span and the
 condition of the theorem that fails (``translation invariance``, ``locality``, ``periodicity``).
 Operations that are not C-RASP at all (the RASP-L primitives ``select``, ``aggregate``, ``map``...)
 are reasons with condition ``C-RASP operations``.
