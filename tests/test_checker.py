@@ -671,16 +671,40 @@ _ABSOLUTE_ATOMS = ["j <= 2", "j > 0", "j == 1", "j >= 4", "j % 2 == 0 || j > 5",
 _TABLE_ATOMS = ["j < i", "j == i", "i - j == 1", "i - j <= 2", "(i - j) % 2 == 0", "j % 2 == 1", "i % 2 == 0"]
 
 
-@st.composite
-def _split_guards(draw) -> str:
-    first = draw(st.sampled_from(_ABSOLUTE_ATOMS))
-    parts = [first] + draw(st.lists(st.sampled_from(_ABSOLUTE_ATOMS + _TABLE_ATOMS), min_size=1, max_size=3))
+def _joined(draw, first: list[str], others: list[str], min_others: int) -> str:
+    """One atom of ``first`` and up to 3 of ``others``, in any order, joined by && and || with random !."""
+    parts = [draw(st.sampled_from(first))] + draw(st.lists(st.sampled_from(others), min_size=min_others, max_size=3))
     parts = draw(st.permutations(parts))
     text = f"({parts[0]})"
     for p in parts[1:]:
         op = draw(st.sampled_from(["&&", "||"]))
         text = f"{'!' if draw(st.booleans()) else ''}({text} {op} ({p}))"
     return text
+
+
+@st.composite
+def _split_guards(draw) -> str:
+    return _joined(draw, _ABSOLUTE_ATOMS, _ABSOLUTE_ATOMS + _TABLE_ATOMS, 1)
+
+
+def _count_agrees_everywhere(p, seed: int) -> None:
+    """X's value at every position of random inputs: the naive evaluator's (written from the
+    definitions) under the interpreter, on the original and on the rewritten core; and the compiled
+    model's outputs equal the interpreter's."""
+    import compiler
+    from naive import naive_values
+    from rasp.interp import evaluate, make_batch
+
+    normal = rewrite_core(p.core)
+    model = compiler.compile(p)
+    rng = np.random.default_rng(seed)
+    for n in (1, 4, 9, 23):
+        toks = [str(s) for s in rng.choice(["a", "b"], size=n)]
+        batch = make_batch([p.encode(toks)])
+        want = naive_values(p.core, toks)["X"]
+        assert list(evaluate(p.core, batch)["X"][0, :n]) == want, toks
+        assert list(evaluate(normal, batch)["X"][0, :n]) == want, toks
+        assert model.run(toks) == p.run(toks), toks
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -696,23 +720,10 @@ def test_absolute_atoms_split_off_a_guard_of_both_positions(guard, seed):
     j < i] P`` was outside): the count's value at every position is the same under the interpreter, the
     naive evaluator (written from the definitions) and the rewritten normal form, and the compiled
     model agrees with the interpreter, at lengths past every constant."""
-    import compiler
-    from naive import naive_values
-    from rasp.interp import evaluate, make_batch
-
     p = rasp.parse(f'alphabet a b\nX = #[{guard}] "a"\nOUT = X >= 2\n')
     v = check(p, with_task=False)
     assert v.in_class, (guard, [r.message for r in v.reasons])
-    normal = rewrite_core(p.core)
-    model = compiler.compile(p)
-    rng = np.random.default_rng(seed)
-    for n in (1, 4, 9, 23):
-        toks = [str(s) for s in rng.choice(["a", "b"], size=n)]
-        batch = make_batch([p.encode(toks)])
-        want = naive_values(p.core, toks)["X"]
-        assert list(evaluate(p.core, batch)["X"][0, :n]) == want, toks
-        assert list(evaluate(normal, batch)["X"][0, :n]) == want, toks
-        assert model.run(toks) == p.run(toks), toks
+    _count_agrees_everywhere(p, seed)
 
 
 #: comparisons of i and j that settle once i is large (rasp.guards.eventually_constant): both
@@ -723,14 +734,7 @@ _SETTLING_ATOMS = ["i + j >= 7", "i + 2 * j > 5", "2 * i - j >= 3", "i + j == 5"
 
 @st.composite
 def _settling_guards(draw) -> str:
-    first = draw(st.sampled_from(_SETTLING_ATOMS))
-    others = draw(st.lists(st.sampled_from(_SETTLING_ATOMS + _ABSOLUTE_ATOMS + _TABLE_ATOMS), max_size=3))
-    parts = draw(st.permutations([first] + others))
-    text = f"({parts[0]})"
-    for p in parts[1:]:
-        op = draw(st.sampled_from(["&&", "||"]))
-        text = f"{'!' if draw(st.booleans()) else ''}({text} {op} ({p}))"
-    return text
+    return _joined(draw, _SETTLING_ATOMS, _SETTLING_ATOMS + _ABSOLUTE_ATOMS + _TABLE_ATOMS, 0)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -748,9 +752,6 @@ def test_comparisons_that_settle_are_rewritten_position_by_position(guard, seed)
     where the comparisons settle. Only a guard whose bound puts the settling point past EVENTUAL_CAP
     positions stays outside (positions below the bound that have settled already are found).
     """
-    import compiler
-    from naive import naive_values
-    from rasp.interp import evaluate, make_batch
     from rasp.rewrite import EVENTUAL_CAP, eventual_atoms
 
     p = rasp.parse(f'alphabet a b\nX = #[{guard}] "a"\nOUT = X >= 2\n')
@@ -759,16 +760,7 @@ def test_comparisons_that_settle_are_rewritten_position_by_position(guard, seed)
     if not v.in_class:  # only where the bound says the guard settles past the cap
         assert settle > EVENTUAL_CAP, (guard, [r.message for r in v.reasons])
         return
-    normal = rewrite_core(p.core)
-    model = compiler.compile(p)
-    rng = np.random.default_rng(seed)
-    for n in (1, 4, 9, 23):
-        toks = [str(s) for s in rng.choice(["a", "b"], size=n)]
-        batch = make_batch([p.encode(toks)])
-        want = naive_values(p.core, toks)["X"]
-        assert list(evaluate(p.core, batch)["X"][0, :n]) == want, toks
-        assert list(evaluate(normal, batch)["X"][0, :n]) == want, toks
-        assert model.run(toks) == p.run(toks), toks
+    _count_agrees_everywhere(p, seed)
 
 
 def test_settling_comparisons_their_points_and_values():
