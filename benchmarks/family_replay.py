@@ -330,7 +330,11 @@ def main() -> None:
     if args.symbols:
         p = p.with_alphabet([str(k) for k in range(args.symbols)])
     if raspl.uses_raspl(p):
-        p = raspl.lower(p)
+        lowered, why = raspl.lower_explained(p)
+        if lowered is None:
+            sys.exit(f"{args.program} does not lower to C-RASP ({why.message}); its model is bounded, "
+                     "which this experiment leaves out")
+        p = lowered
     normal = only_local_counts(p.module)
     core = p.core if normal else rewrite_core(p.core)
     made: list = []

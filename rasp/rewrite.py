@@ -339,6 +339,20 @@ EVENTUAL_CAP = 64
 EVENTUAL_SCAN_CAP = 4096
 
 
+def _row(rel, i: int) -> np.ndarray:
+    """The relation at position i for every j = 0 .. i (bools)."""
+    return np.broadcast_to(np.asarray(eval_relation(rel, np.full(i + 1, i, dtype=np.int64),
+                                                    np.arange(i + 1, dtype=np.int64)), dtype=bool), (i + 1,))
+
+
+def count_in_class(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
+    """``#[rel] body`` as C-RASP[periodic, local] writes it: the normal form of a regular relation
+    (:func:`normalize_count`), else with positions against constants and settling comparisons taken
+    apart (:func:`absolute_count`); None when neither applies."""
+    new = normalize_count(rel, body)
+    return new if new is not None else absolute_count(rel, body)
+
+
 def eventual_atoms(rel) -> dict:
     """The comparisons of i and j in ``rel`` (under ``&&``, ``||``, ``!``) that settle from some i on
     (:func:`rasp.guards.eventually_constant`): atom -> (i0, value)."""
@@ -384,29 +398,16 @@ def eventual_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
         far_rel = _substituted(far_rel, atom, value)
     # the bound on a periodic part can set i0 late (i + j - j % 100 >= 0 holds everywhere, and its
     # i0 is 99): positions below i0 whose row of j is already the settled guard's need no branch
-    while i0 > 0 and np.array_equal(*(
-            np.broadcast_to(np.asarray(eval_relation(r, np.full(i0, i0 - 1, dtype=np.int64),
-                                                     np.arange(i0, dtype=np.int64)), dtype=bool), (i0,))
-            for r in (rel, far_rel))):
+    while i0 > 0 and np.array_equal(_row(rel, i0 - 1), _row(far_rel, i0 - 1)):
         i0 -= 1
     if i0 > EVENTUAL_CAP:
         return None
-    if far_rel == A.PBool(False):
-        far = A.IntConst(0)
-    elif far_rel == A.PBool(True):
-        far = A.Count(None, body)
-    else:
-        far = normalize_count(far_rel, body)
-        if far is None:
-            far = absolute_count(far_rel, body)
-        if far is None:
-            return None
-    if i0 == 0:
+    far = count_in_class(far_rel, body)
+    if far is None or i0 == 0:
         return far
     nears = []  # the count at each position before i0
     for i in range(i0):
-        holds = np.broadcast_to(np.asarray(eval_relation(rel, np.full(i + 1, i, dtype=np.int64),
-                                                          np.arange(i + 1, dtype=np.int64)), dtype=bool), (i + 1,))
+        holds = _row(rel, i)
         if not holds.any():
             nears.append(A.IntConst(0))
         elif holds.all():
@@ -628,9 +629,7 @@ def rewrite_expr(e):
     if isinstance(node, (A.Count, A.Exists)) and isinstance(node.guard, A.Rel):
         if local_offset(node.guard) is not None:
             return node
-        new = normalize_count(node.guard.expr, node.body)
-        if new is None:
-            new = absolute_count(node.guard.expr, node.body)
+        new = count_in_class(node.guard.expr, node.body)
         if new is None:
             return node
         if isinstance(node, A.Exists):
