@@ -51,8 +51,8 @@ positions j where the guard holds, written with ``#true`` (:func:`rasp.rewrite.e
 **Outside.** A relation that depends on absolute position in any other way (``j == i / 2``,
 ``i - 2 * j >= 0``, ``i + j <= 300`` past the 64 positions), multiplies positions (``j * j == i``),
 or a ``pos[...]`` that is neither periodic nor periodic from some position on (``pos[i * i == 25]``;
-``pos[i <= 5]`` is inside) puts the program outside every fragment: each such atom becomes a :class:`Reason` with its exact source span and the
-condition of the theorem that fails (``translation invariance``, ``locality``, ``periodicity``).
+``pos[i <= 5]`` is inside) puts the program outside every fragment: each such atom becomes a
+:class:`Reason` with its exact source span and the condition of the theorem that fails (``translation invariance``, ``locality``, ``periodicity``).
 Operations that are not C-RASP at all (the RASP-L primitives ``select``, ``aggregate``, ``map``...)
 are reasons with condition ``C-RASP operations``.
 
@@ -541,7 +541,7 @@ def _check(program: Program, name: str | None, task, with_task: bool) -> Verdict
     if only_local_counts(program.module):
         # every written count is plain or local and nothing else needs rewriting: the expanded core is
         # its own normal form and has nothing outside (what the compiler relies on too; tested), so
-        # neither walk is needed (0.35 s of 1.2 s for the 150-symbol bigram programs)
+        # neither walk is needed (0.35 s of check()'s 1.16 s for uf.rasp over 150 symbols)
         reasons, rewritten_core = [], core
     else:
         reasons = _reasons(core)
