@@ -52,7 +52,8 @@ positions j where the guard holds, written with ``#true`` (:func:`rasp.rewrite.e
 ``i - 2 * j >= 0``, ``i + j <= 300`` past the 64 positions), multiplies positions (``j * j == i``),
 or a ``pos[...]`` that is neither periodic nor periodic from some position on (``pos[i * i == 25]``;
 ``pos[i <= 5]`` is inside) puts the program outside every fragment: each such atom becomes a
-:class:`Reason` with its exact source span and the condition of the theorem that fails (``translation invariance``, ``locality``, ``periodicity``).
+:class:`Reason` with its exact source span and the condition of the theorem that fails
+(``translation invariance``, ``locality``, ``periodicity``).
 Operations that are not C-RASP at all (the RASP-L primitives ``select``, ``aggregate``, ``map``...)
 are reasons with condition ``C-RASP operations``.
 
