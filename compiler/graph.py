@@ -645,6 +645,8 @@ class _Builder:
 
     def cond_form(self, e: A.Cond, a: Form, b: Form) -> Form:
         """``a if e.test else b``, given the forms of the two branches."""
+        if a is b or a == b:  # the test does not matter (and is not built): most levels of a lowered
+            return a  # value's chain compared with a constant are false on both sides
         test = self.bool_expr(e.test)
         if type(e.other) is A.Cond and B.as_lit(test) is None:
             # a chain ``v0 if t0 else v1 if t1 else ...`` (lowered RASP-L values): with every test a
