@@ -157,6 +157,16 @@ class Task:
         """One random input of exactly ``length`` tokens and its reference output."""
         alph = self.resolve_alphabet(alphabet)
         length = int(length)
+        self._check_length(length, alph)
+        tokens = self._sample(rng, length, alph)
+        assert len(tokens) == length, (self.name, length, tokens)
+        return Sample(list(tokens), self._reference(list(tokens), alph))
+
+    def check_length(self, length: int, alphabet: Sequence[str] | None = None) -> None:
+        """Raise the :class:`~rasp.RaspError` :meth:`sample` raises for a length it cannot make."""
+        self._check_length(int(length), self.resolve_alphabet(alphabet))
+
+    def _check_length(self, length: int, alph) -> None:
         lo, hi = self._min_length(alph), self._max_length(alph)
         if length < lo or (hi is not None and length > hi):
             rng_text = (f"its inputs have {lo} to {hi} tokens" if hi is not None and hi >= lo
@@ -170,9 +180,6 @@ class Task:
                 hint=why or (f"give a length from {lo}" + (f" to {hi}" if hi is not None else " on")
                              if hi is None or hi >= lo else "use a larger alphabet"),
             )
-        tokens = self._sample(rng, length, alph)
-        assert len(tokens) == length, (self.name, length, tokens)
-        return Sample(list(tokens), self._reference(list(tokens), alph))
 
     def reference(self, tokens: Sequence[str] | str, alphabet: Sequence[str] | None = None) -> object:
         """The ground truth for ``tokens`` in plain Python (no program involved). Inputs that are not

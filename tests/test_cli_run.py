@@ -641,6 +641,59 @@ def test_non_ascii_tokens_in_an_ascii_locale(tmp_path):
     assert out.returncode == 0 and "accept" in out.stdout, out.stderr
 
 
+def test_non_ascii_alphabet_option_in_an_ascii_locale(tmp_path):
+    """--alphabet is read as UTF-8 like the tokens: in the C locale it arrived as surrogate escapes
+    and no symbol matched ('symbol "\\xe9" is not in the alphabet: \\udcc3\\udca9 ...')."""
+    import os
+
+    f = tmp_path / "enc.rasp"
+    f.write_text('alphabet "é" "ü"\nok = #"é" > #"ü"\noutput accept ok\n', encoding="utf-8")
+    env = dict(os.environ, PYTHONUTF8="0", LC_ALL="C", PYTHONCOERCECLOCALE="0")
+    out = _rasp("run", str(f), "--alphabet", "é,ü", "é", "é", "ü", env=env)
+    assert out.returncode == 0 and "accept" in out.stdout, out.stderr
+    out = _rasp("tasks", "sample", "majority", "--length", "5", "--alphabet", "é,ü", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    assert set(json.loads(out.stdout)["tokens"]) <= {"é", "ü", "<sep>"}
+
+
+def test_unreadable_stdin_is_a_user_error(capsys, monkeypatch):
+    """stdin closed (`<&-`: sys.stdin is None) or not readable (`0>/dev/null`) is a message and exit
+    2; it was an internal error, and a failed read was reported as a failed write."""
+    dyck = str(ROOT / "programs" / "dyck1.cr")
+    monkeypatch.setattr(sys, "stdin", None)
+    assert main(["run", dyck]) == 2
+    assert "cannot read standard input: it is closed" in capsys.readouterr().err
+
+    class Unreadable(io.RawIOBase):
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            raise OSError(9, "Bad file descriptor")
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(Unreadable())))
+    assert main(["run", dyck, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert "cannot read standard input: Bad file descriptor" in err
+    assert json.loads(out)["error"]["message"] == "cannot read standard input: Bad file descriptor"
+    assert "write" not in err
+
+
+def test_stdin_comment_lines_yield_to_a_symbol_that_begins_with_slashes(tmp_path, capsys, monkeypatch):
+    """A line that begins with // is a comment, unless a symbol of the alphabet begins so: then it is
+    an input (every line was dropped, and the run printed fewer outputs than inputs)."""
+    f = tmp_path / "sl.rasp"
+    f.write_text('alphabet "//" c\nok = #"//" > #"c"\noutput accept ok\n')
+    monkeypatch.setattr(sys, "stdin", io.StringIO("// c\nc c\n// // c\n"))
+    assert main(["run", str(f)]) == 0
+    assert capsys.readouterr().out == "// c\treject\nc c\treject\n// // c\taccept\n"
+    g = tmp_path / "c.rasp"
+    g.write_text('alphabet "//" c\nok = #"c" > 1\noutput accept ok\n')
+    monkeypatch.setattr(sys, "stdin", io.StringIO("// c\nc c\n"))
+    assert main(["run", str(g), "--alphabet", "c,d"]) == 0  # no such symbol now: a comment again
+    assert capsys.readouterr().out == "c c\taccept\n"
+
+
 def test_a_second_double_dash_is_an_error(tmp_path, capsys):
     """A token that is exactly -- cannot be given on the command line: a second -- was dropped
     silently (`-- c -- c` ran on `c c`); it is a usage error, and stdin takes such inputs."""

@@ -767,6 +767,17 @@ def test_cli_tasks_sample_range_is_clipped_to_the_tasks_lengths(capsys):
     assert main(["tasks", "sample", "UR", "--length", "10", "--count", "100000000000000"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "--count" in captured.err and "internal error" not in captured.err
+    # over an alphabet with no input at all, a range says so as a single length does (it said "its
+    # inputs have 5 to 0 tokens", without a hint); a range below the task's lengths has a hint
+    for length in ("3-40", "3"):
+        assert main(["tasks", "sample", "UR", "--length", length, "--alphabet", "1"]) == 2
+        err = capsys.readouterr().err
+        assert "no inputs over so few symbols" in err and "\nhint: " in err, length
+    assert main(["tasks", "sample", "UR", "--length", "1-3"]) == 2
+    assert "(its inputs have at least 5 tokens)\nhint: give lengths from 5 on" in capsys.readouterr().err
+    # a length the task cannot make is refused with --count 0 too (it printed nothing, exit 0)
+    assert main(["tasks", "sample", "UR", "--length", "3", "--count", "0"]) == 2
+    assert "cannot make an input of length 3" in capsys.readouterr().err
 
 
 def test_cli_tasks_show_text_and_fixed_alphabets(capsys):

@@ -15,6 +15,7 @@ def add_alphabet_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--alphabet",
         metavar="SYMBOLS",
+        type=utf8_arg,
         help="replace the program's data alphabet: 'a,b,c' or 'a b c', or N for the first N of a-z A-Z 0-9",
     )
 
@@ -42,32 +43,35 @@ def load_program(path: str, alphabet: str | None = None) -> Program:
 
 
 STDIN_HINT = "inputs are lines of space-separated tokens in UTF-8"
+READ_HINT = "give one input as tokens on the command line, or pipe inputs in, one per line"
 
 
-def _utf8_word(word: str) -> str:
+def utf8_arg(word: str) -> str:
+    """A command-line word as UTF-8 whatever the locale: in an ASCII locale Python hands non-ASCII argv
+    bytes over as surrogate escapes ('é' was '\\udcc3\\udca9', not the alphabet's é). A word that
+    is not UTF-8 either is left as it is (not in any alphabet, and said so)."""
     if not any("\udc80" <= ch <= "\udcff" for ch in word):
         return word
     try:
         return os.fsencode(word).decode("utf-8")
-    except UnicodeDecodeError:  # not UTF-8 either: left as it is (not in any alphabet, said so)
+    except UnicodeDecodeError:
         return word
 
 
-def read_inputs(tokens: list[str]) -> Iterator[tuple[list[str], str, int, list[int], str]]:
-    """Inputs from the command line (one input) or stdin (one per line, ``//`` lines skipped).
+def read_inputs(tokens: list[str], comments: bool = True) -> Iterator[tuple[list[str], str, int, list[int], str]]:
+    """Inputs from the command line (one input) or stdin (one per line; with ``comments``, lines
+    that begin with ``//`` are skipped: pass False for an alphabet with a symbol that begins so).
 
     Yields (tokens, source name, line number, token columns, line text) so that errors can be located.
     """
     if tokens:
-        # as UTF-8, like stdin, whatever the locale: in an ASCII locale Python hands non-ASCII argv bytes
-        # over as surrogate escapes ('é' was '\udcc3\udca9', not the alphabet's é)
-        line = " ".join(_utf8_word(t) for t in tokens)
+        line = " ".join(utf8_arg(t) for t in tokens)  # as UTF-8, like stdin, whatever the locale
         toks, cols = token_columns(line)
         yield toks, "<argv>", 1, cols, line
         return
     for n, line in _stdin_lines():
         line = line.rstrip("\r\n")  # the bytes are read as they are: a CRLF file's lines end in \r\n
-        if not line.strip() or line.lstrip().startswith("//"):
+        if not line.strip() or (comments and line.lstrip().startswith("//")):
             continue
         toks, cols = token_columns(line)
         yield toks, "<stdin>", n, cols, line
@@ -79,16 +83,21 @@ def _stdin_lines() -> Iterator[tuple[int, str]]:
     layer would have raised (strict) or passed it on as a lone surrogate (a C/POSIX locale's
     ``surrogateescape``, which would then be reported as a token outside the alphabet). A byte-order
     mark before the first line is dropped (program files drop theirs too; columns count without it)."""
+    if sys.stdin is None:  # started with stdin closed (`rasp run P <&-`)
+        raise RaspError("cannot read standard input: it is closed", hint=READ_HINT)
     buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is None:  # a text stream with no bytes beneath (an embedding program's StringIO)
-        yield from _numbered_lines(sys.stdin, "\ufeff", "\n", "\r")
-        return
-    for n, data in _numbered_lines(buffer, b"\xef\xbb\xbf", b"\n", b"\r"):
-        try:
-            yield n, data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise not_utf8(data, exc.start, f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
-                           filename="<stdin>", hint=STDIN_HINT, first_line=n) from None
+    try:
+        if buffer is None:  # a text stream with no bytes beneath (an embedding program's StringIO)
+            yield from _numbered_lines(sys.stdin, "\ufeff", "\n", "\r")
+            return
+        for n, data in _numbered_lines(buffer, b"\xef\xbb\xbf", b"\n", b"\r"):
+            try:
+                yield n, data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise not_utf8(data, exc.start, f"standard input is not UTF-8 text (byte 0x{data[exc.start]:02x})",
+                               filename="<stdin>", hint=STDIN_HINT, first_line=n) from None
+    except OSError as exc:  # stdin opened for writing only (`0>/dev/null`), a device that fails
+        raise RaspError(f"cannot read standard input: {exc.strerror or exc}", hint=READ_HINT) from None
 
 
 def _numbered_lines(chunks, bom, lf, cr):

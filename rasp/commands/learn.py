@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import RaspError
 from ..memory import free_host_bytes
+from ._common import utf8_arg
 
 SEED_TASKS = ("UR", "UL", "NRFirst", "NLFirst", "UF", "UB", "NRLast", "NLLast", "NF", "NB")
 
@@ -31,7 +32,7 @@ def add_training_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, help="batch size (default 64)")
     p.add_argument("--schedule", choices=("cosine", "constant"),
                    help="learning rate after the warm-up: cosine decay to 10%% (paper, smoke) or constant (cpu)")
-    p.add_argument("--alphabet", metavar="SYMBOLS",
+    p.add_argument("--alphabet", metavar="SYMBOLS", type=utf8_arg,
                    help="train and test on another data alphabet: 'a,b,c' or 'a b c', or N for the first N of "
                    "a-z A-Z 0-9 (tasks with a variable alphabet; published numbers are for the default one)")
     p.add_argument("--test-samples", type=int, metavar="N", help="test samples per bin")

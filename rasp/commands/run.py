@@ -17,7 +17,7 @@ def register(sub) -> None:
         "run",
         help="run a program on inputs",
         description="Run PROGRAM on TOKENS (whitespace-separated), or on one input per line of stdin "
-        "(lines starting with // are skipped). Acceptors print accept/reject, generators the "
+        "(lines starting with // are skipped, unless a symbol of the alphabet starts with //). Acceptors print accept/reject, generators the "
         "generated continuation, character predictors the allowed symbols at every position.",
     )
     p.add_argument("program", help="a .cr or .rasp file")
@@ -48,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_new is not None and args.max_new < 0:
         raise RaspError("--max-new must be at least 0", hint="the most tokens a generator may add; 0 generates none")
     inputs, labels = [], []
-    for toks, name, line_no, cols, text in read_inputs(args.tokens):
+    # a symbol that begins with // makes such lines inputs, not comments
+    comments = not any(s.startswith("//") for s in program.symbols)
+    for toks, name, line_no, cols, text in read_inputs(args.tokens, comments):
         encode_located(program, toks, name, line_no, cols, text)  # located alphabet errors
         inputs.append(toks)
         labels.append(f"{name} line {line_no}" if name == "<stdin>" else "input")

@@ -21,6 +21,7 @@ from .. import tasks as T
 from ..errors import RaspError
 from ..expand import parse_alphabet_option
 from ..memory import free_host_bytes
+from ._common import utf8_arg
 
 
 def register(sub) -> None:
@@ -43,7 +44,7 @@ def register(sub) -> None:
                    help="tokens per input (special tokens included), or a range LO-HI drawn uniformly")
     s.add_argument("--count", type=int, default=1, metavar="K", help="how many inputs (default 1)")
     s.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
-    s.add_argument("--alphabet", metavar="SYMBOLS",
+    s.add_argument("--alphabet", metavar="SYMBOLS", type=utf8_arg,
                    help="another data alphabet: 'a,b,c' or 'a b c', or N for the first N of a-z A-Z 0-9 "
                    "(tasks with a variable alphabet only)")
     s.add_argument("--json", action="store_true", dest="sample_json",
@@ -100,12 +101,17 @@ def _lengths(text: str, rng: np.random.Generator, count: int, task, alphabet) ->
     hi = int(m.group(2)) if m.group(2) else lo
     if hi < lo:
         raise RaspError(f"--length {text}: the range is empty", hint=f"write the smaller length first: --length {hi}-{lo}")
-    if hi > lo:  # a range: the lengths the task has (a single N outside them is the sampler's located error)
+    if hi == lo:  # checked even when --count is 0
+        task.check_length(lo, alphabet)
+    else:  # a range: the lengths the task has
         ok = task.lengths(lo, hi, alphabet)
         if not ok:
-            mx = task.max_length(alphabet)
+            mn, mx = task.min_length(alphabet), task.max_length(alphabet)
+            if mx is not None and mx < mn:  # no input at all over this alphabet: the sampler says why
+                task.check_length(lo, alphabet)
             raise RaspError(f"--length {text}: task {task.name} has no inputs of these lengths (its inputs have "
-                            f"{task.min_length(alphabet)} to {'any number of' if mx is None else mx} tokens)")
+                            f"{f'at least {mn}' if mx is None else f'{mn} to {mx}'} tokens)",
+                            hint=f"give lengths from {mn}" + (" on" if mx is None else f" to {mx}"))
         if (ok.start, ok.stop - 1) != (lo, hi):
             print(f"note: --length {text} clipped to {ok.start}-{ok.stop - 1}, the lengths task {task.name} can sample",
                   file=sys.stderr)
@@ -127,9 +133,9 @@ def _lengths(text: str, rng: np.random.Generator, count: int, task, alphabet) ->
 def run_sample(args: argparse.Namespace) -> int:
     task = T.get(args.name)
     if args.count < 0:
-        raise RaspError("--count must be at least 0")
+        raise RaspError(f"--count must be at least 0, got {args.count}", hint="how many inputs to print")
     if args.seed < 0:
-        raise RaspError(f"--seed must be at least 0, got {args.seed}")
+        raise RaspError(f"--seed must be at least 0, got {args.seed}", hint="any integer from 0 picks the random inputs")
     alphabet = parse_alphabet_option(args.alphabet) if args.alphabet is not None else None  # ("" is an error)
     rng = np.random.default_rng(args.seed)
     lengths = _lengths(args.length, rng, args.count, task, alphabet)  # (refuses what cannot fit in memory)
