@@ -373,6 +373,9 @@ class CompiledModel:
             # both files are written in full under temporary names first and then renamed over the old
             # ones: a write that fails (a full disk) leaves a model already there as it was
             parts = [(WEIGHTS_FILE, blob), (CONFIG_FILE, (json.dumps(config, indent=1) + "\n").encode())]
+            for name, _ in parts:  # before either file is written: not one model file of two
+                if (path / name).is_dir():
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path / name))
             temps = []
             try:
                 for name, content in parts:
@@ -385,8 +388,12 @@ class CompiledModel:
                 for tmp in temps:
                     tmp.unlink(missing_ok=True)
         except OSError as exc:
-            hint = "-o names a directory (made if missing), not a file" if exc.errno in (errno.EEXIST, errno.ENOTDIR) else None
-            raise RaspError(f"cannot write the model to {path}: {exc.strerror or exc}", hint=hint) from None
+            where = exc.filename2 or exc.filename  # the file that failed (a rename's target), else the folder
+            where = path if where is None or Path(where).name.endswith(".tmp") else where
+            hint = ("-o names a directory (made if missing), not a file" if exc.errno in (errno.EEXIST, errno.ENOTDIR)
+                    else f"remove {where} or choose another -o" if exc.errno == errno.EISDIR
+                    else "check that the folder is writable and the disk has room")
+            raise RaspError(f"cannot write the model to {where}: {exc.strerror or exc}", hint=hint) from None
         self.config = config
         return path
 

@@ -172,6 +172,7 @@ class Program:
         give the same tokens (the tests compare them); only the time differs."""
         from . import stream
 
+        check_max_new(max_new, len(seqs))
         limits = generation_limits(seqs, max_new)
         if not stream.supports(self):
             return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
@@ -314,6 +315,26 @@ def allowed_sets(allowed: np.ndarray, alphabet: Sequence[str]) -> list[list[str]
 def default_max_new(n: int) -> int:
     """Generation cap when none is given: twice the prompt plus 8 (a copy needs at most the prompt)."""
     return 2 * n + 8
+
+
+#: the least memory a generated token takes (a list slot and the symbol's reference in the output,
+#: before any working memory): what :func:`check_max_new` weighs against the free memory
+GENERATED_BYTES_PER_TOKEN = 16
+
+
+def check_max_new(max_new: int | None, inputs: int, name: str = "max_new") -> None:
+    """Refuse a generation cap whose tokens alone cannot fit in the free memory (a generator that never
+    stops would otherwise run for years with slowly growing memory: ``--max-new 10**12``)."""
+    if max_new is None or inputs == 0:
+        return
+    need = GENERATED_BYTES_PER_TOKEN * int(max_new) * inputs
+    free = free_host_bytes()
+    if need > free:
+        most = free // (GENERATED_BYTES_PER_TOKEN * inputs)
+        raise RaspError(f"{name} {int(max_new):,}: {inputs:,} generation{'s' if inputs > 1 else ''} of up to that many "
+                        f"tokens need{'' if inputs > 1 else 's'} at least {need / 2**30:,.1f} GiB here and "
+                        f"{free / 2**30:.1f} GiB are free",
+                        hint=f"at most about {most:,} new tokens per input on this machine")
 
 
 def generation_limits(seqs, max_new: int | None) -> list[int]:

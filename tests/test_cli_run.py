@@ -448,6 +448,14 @@ def test_cli_run_flags_generation_cut_at_the_cap(tmp_path, capsys):
     assert cli(["run", str(forever), "a", "--max-new", "3"]) == 0
     out = capsys.readouterr()
     assert out.out == "a\ta a a\n" and "--max-new" in out.err
+    # a cap whose tokens alone cannot fit in memory is refused at once (it ran for years)
+    for argv in (["run", str(forever), "a"], ["verify", str(forever), "--lengths", "4", "--samples", "1"]):
+        assert cli([*argv, "--max-new", str(10**15)]) == 2
+        err = capsys.readouterr().err
+        assert "--max-new 1,000,000,000,000,000: 1 generation of up to that many tokens needs" in err, err
+        assert "hint: at most about" in err
+    with pytest.raises(rasp.RaspError, match="max_new 1,000,000,000,000,000"):
+        rasp.parse('alphabet a b\nNEXT[x] = true\noutput generate NEXT\n').run("a", max_new=10**15)
     twice = tmp_path / "twice.rasp"
     twice.write_text('alphabet a b\nNEXT[x] = #Q[x] < 2\noutput generate NEXT\n')  # stops after a b b
     assert cli(["run", str(twice), "a", "--json"]) == 0

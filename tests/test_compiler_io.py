@@ -241,6 +241,7 @@ BAD_FLAGS = [  # (argv after the program, a word the message must contain)
     # refused before any row runs (a row measured first was thrown away with the refusal)
     (["verify", "--lengths", "16,1000000000", "--samples", "3", "--dtype", "float64,float32"], "would need about"),
     (["verify", "--find-limit", "--budget", "nan"], "--budget"),
+    (["verify", "--find-limit", "--budget", "inf"], "finite"),  # it searched until memory ran out
     (["verify", "--find-limit", "--start", "100", "--max-length", "50"], "below --start"),
     (["verify", "--start", "64"], "--find-limit"),
     (["verify", "--budget", "5", "--max-length", "64"], "--find-limit"),
@@ -368,6 +369,13 @@ def test_cli_compile_to_unwritable_places(tmp_path, capsys):
     (tmp_path / "a" / "model.safetensors").mkdir(parents=True)  # the weights' path is a directory
     assert main(["compile", DYCK, "-o", str(tmp_path / "a")]) == 2
     assert "cannot write the model" in capsys.readouterr().err
+    # the message names the file, and nothing is written when either file cannot be (the weights
+    # were written before the config's rename failed, and the message named the folder)
+    (tmp_path / "c" / "config.json").mkdir(parents=True)
+    assert main(["compile", DYCK, "-o", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write the model to {tmp_path / 'c' / 'config.json'}: Is a directory" in err and "hint: " in err
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["config.json"]
     old = os.umask(0o022)
     try:
         assert main(["compile", DYCK, "-o", str(tmp_path / "b")]) == 0

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import RaspError
-from ..program import generation_limits
+from ..program import check_max_new, generation_limits
 from ..trace import trace_html, trace_text
 from ._common import add_alphabet_option, add_json_option, encode_located, load_program, read_inputs
 
@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     if not inputs:
         raise RaspError("empty input: no tokens on the command line and no input lines on stdin",
                         hint="rasp run PROGRAM a b c   or   echo 'a b c' | rasp run PROGRAM")
+    if program.output_kind == "generate":
+        check_max_new(args.max_new, len(inputs), "--max-new")
     outputs = program.run_batch(inputs, max_new=args.max_new)
     if args.trace is not None:  # written first: a trace that cannot be written is an error before any output
         path = Path(args.trace)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import OutsideClassError, RaspError, listing
 from ..expand import comma_items
-from ..program import default_max_new
+from ..program import check_max_new, default_max_new
 from ._common import add_alphabet_option, add_json_option, load_program, sum_limit_text
 
 
@@ -100,6 +100,8 @@ def _run(args: argparse.Namespace) -> int:
                                ("--max-new", args.max_new, 0), ("--seed", args.seed, 0), ("--budget", args.budget, 0)):
         if value is not None and not value >= least:  # not >=: NaN is refused too
             raise RaspError(f"{flag} must be at least {least}, got {value:g}", hint=_FLAG_HINTS[flag])
+    if args.budget == float("inf"):  # the search would run until memory runs out
+        raise RaspError("--budget must be a finite number of seconds", hint=_FLAG_HINTS["--budget"])
     items = comma_items(args.dtype)
     if items is None:
         raise RaspError(f"--dtype {args.dtype}: an empty dtype between commas",
@@ -146,6 +148,8 @@ def _run(args: argparse.Namespace) -> int:
                         f"{args.target}{alphabet} --max-length N -o DIR, then rasp verify DIR")
             raise
     program = model.program
+    if model.kind == "generate":
+        check_max_new(args.max_new, args.samples, "--max-new")
     task = V.task_for(program, loaded=model.loaded_from is not None) if args.inputs == "task" else None
     sampler = f"task {task.name}" if task is not None else "uniform over all symbols (special tokens included)"
     rng = np.random.default_rng(args.seed)
