@@ -593,6 +593,22 @@ def test_learn_arguments_that_crashed(capsys):
     assert "not a program file" in capsys.readouterr().err
 
 
+def test_learn_reports_a_program_files_own_error(tmp_path, capsys):
+    """A program file with a syntax error says so, located (it said only "no registered task uses this
+    program"); a valid program that is no task's says how a file names a task."""
+    text = (ROOT / "programs" / "majority.rasp").read_text()
+    broken = tmp_path / "majority.rasp"
+    broken.write_text(text.replace("C[z] <= C[y])", "C[z] <= C[y]"))
+    assert main(["learn", str(broken), "--preset", "smoke", "--steps", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{broken}:10:" in err and "is never closed" in err and "no registered task" not in err
+    other = tmp_path / "other.rasp"
+    other.write_text("\n".join(line for line in text.splitlines() if not line.startswith("//")))
+    assert main(["learn", str(other), "--preset", "smoke", "--steps", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "no registered task uses this program" in err and "exactly that text" in err
+
+
 def test_an_endless_program_file_is_refused(capsys):
     if not Path("/dev/zero").exists():
         pytest.skip("no /dev/zero")

@@ -93,8 +93,12 @@ def resolve_task(name: str):
             raise RaspError(f"{name}: not a program file", hint="give a task name (rasp learn --list) or a program file")
         t = tasks.task_for_program(str(p))
         if t is None:
+            from ..program import load
+
+            load(str(p))  # a program with an error: that error, located (not "no task uses it")
             raise RaspError(f"{name}: no registered task uses this program",
-                            hint="rasp learn trains on a task's sampler; see rasp learn --list")
+                            hint="rasp learn trains on a task's sampler: give its name (rasp learn --list), or "
+                            "its bundled program file, or a copy with exactly that text")
         return t
     return tasks.get(name)  # any case (nf is NF), else a did-you-mean hint
 
