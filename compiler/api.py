@@ -414,9 +414,22 @@ def expected_shapes(arch: dict) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+#: the hint of a refused model directory whose own message has none
+LOAD_HINT = "recompile it: rasp compile PROGRAM -o DIR (load reads the two files that writes, unchanged)"
+
+
 def load(directory: str | Path) -> CompiledModel:
     """Load a model written by :meth:`CompiledModel.save` (safetensors + JSON; nothing is unpickled).
-    Anything missing, corrupted or foreign is a :class:`RaspError`."""
+    Anything missing, corrupted or foreign is a :class:`RaspError`, with a hint."""
+    try:
+        return _load(directory)
+    except RaspError as exc:
+        if not exc.hint:
+            exc.hint = LOAD_HINT
+        raise
+
+
+def _load(directory: str | Path) -> CompiledModel:
     import safetensors.torch as safetensors_torch
     import torch
 

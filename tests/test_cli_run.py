@@ -593,6 +593,28 @@ def test_learn_arguments_that_crashed(capsys):
     assert "not a program file" in capsys.readouterr().err
 
 
+LEARN_BAD_VALUES = [["--steps", "0"], ["--seeds", "0"], ["--layers", "0"], ["--heads", "0"], ["--dim", "0"],
+                    ["--batch", "0"], ["--test-samples", "0"], ["--train-max", "0"], ["--dim", "30", "--heads", "4"],
+                    ["--lr", "-1"], ["--first-seed", "-1"], ["--threads", "0"], ["--bins", "5,3"], ["--bins", "x"],
+                    ["--first-seed", str(2 ** 63 - 1), "--seeds", "2"]]
+
+
+@pytest.mark.parametrize("flags", LEARN_BAD_VALUES, ids=" ".join)
+def test_learn_refusals_have_a_hint(flags, capsys):
+    """Every refused value of learn (and report, which shares the checks) says what to give instead."""
+    assert main(["learn", "majority", "--preset", "smoke", "--no-progress", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rasp: error: {flags[0]}") and "\nhint: " in err, err
+
+
+def test_report_refusals_have_a_hint(tmp_path, capsys):
+    assert main(["report", "majority", "--preset", "smoke", "--jobs", "0", "--out", str(tmp_path / "r")]) == 2
+    assert "--jobs must be at least 1, got 0\nhint: " in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # refused before the folder is made
+    assert main(["report", "majority", "--fresh", "--no-train", "--out", str(tmp_path)]) == 2
+    assert "give one of them\nhint: " in capsys.readouterr().err
+
+
 def test_learn_reports_a_program_files_own_error(tmp_path, capsys):
     """A program file with a syntax error says so, located (it said only "no registered task uses this
     program"); a valid program that is no task's says how a file names a task."""

@@ -64,8 +64,9 @@ def test_corrupted_weights_are_a_clear_error(tmp_path):
     data = bytearray((path / "model.safetensors").read_bytes())
     data[-3] ^= 0xFF  # flip bits in the tensor data: the header still parses
     (path / "model.safetensors").write_bytes(bytes(data))
-    with pytest.raises(rasp.RaspError, match="corrupted"):
+    with pytest.raises(rasp.RaspError, match="corrupted") as info:
         compiler.load(path)
+    assert info.value.hint.startswith("recompile it: rasp compile PROGRAM -o DIR")
     (path / "model.safetensors").write_bytes(b"not a safetensors file")
     with pytest.raises(rasp.RaspError):
         compiler.load(path)
@@ -165,10 +166,12 @@ def test_damaged_config_is_a_clear_error(tmp_path, capsys, what):
     cfg = json.loads((path / "config.json").read_text())
     _damage(cfg, what)
     (path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(rasp.RaspError, match=DAMAGE[what]):
+    with pytest.raises(rasp.RaspError, match=DAMAGE[what]) as info:
         compiler.load(path)
+    assert info.value.hint  # what to do about it (most had none: helper 77)
     assert main(["verify", str(path), "--lengths", "8", "--samples", "2"]) == 2
-    assert "Traceback" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "\nhint: " in err
 
 
 def test_malformed_config_json_is_located_and_a_byte_order_mark_is_allowed(tmp_path, capsys):

@@ -107,9 +107,11 @@ def parse_bins(text: str):
     try:
         edges = [int(x) for x in text.replace(" ", "").split(",")]  # int("") refuses 50,,100 too
     except ValueError:
-        raise RaspError(f"--bins {text}: expected increasing integers such as 50,100,150") from None
+        raise RaspError(f"--bins {text}: expected increasing integers such as 50,100,150",
+                        hint="the upper ends of the test length bins, e.g. --bins 50,100,150") from None
     if not edges or any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 1:
-        raise RaspError(f"--bins {text}: expected increasing positive integers such as 50,100,150")
+        raise RaspError(f"--bins {text}: expected increasing positive integers such as 50,100,150",
+                        hint="the upper ends of the test length bins, e.g. --bins 50,100,150")
     lows = [1] + [e + 1 for e in edges[:-1]]
     return tuple(zip(lows, edges))
 
@@ -129,24 +131,38 @@ LR_CAP = 1e30
 #: the most torch threads --threads sets (many more crash the process when it starts them)
 MAX_THREADS = 1024
 
+#: what each count option of learn and report means, for the hint of a refused value
+_COUNT_HINTS = {
+    "seeds": "how many models to train (one per seed), e.g. --seeds 3",
+    "steps": "optimizer steps per model, e.g. --steps 1000",
+    "layers": "transformer layers, e.g. --layers 2",
+    "heads": "attention heads per layer, e.g. --heads 4",
+    "dim": "the model width, a multiple of --heads, e.g. --dim 64",
+    "batch": "training sequences per step, e.g. --batch 64",
+    "test_samples": "test inputs per length bin, e.g. --test-samples 200",
+    "train_max": "the longest training input, e.g. --train-max 50",
+}
+
 
 def config_for(args, preset: str, task_name: str):
     from ..learn.train import preset_config, with_overrides
     for opt in ("seeds", "steps", "layers", "heads", "dim", "batch", "test_samples", "train_max"):
         v = getattr(args, opt, None)
         if v is not None and v < 1:
-            raise RaspError(f"--{opt.replace('_', '-')} must be at least 1")
+            raise RaspError(f"--{opt.replace('_', '-')} must be at least 1, got {v}", hint=_COUNT_HINTS[opt])
     if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
-        raise RaspError(f"--lr must be a positive number, got {args.lr}")
+        raise RaspError(f"--lr must be a positive number, got {args.lr}", hint="the presets use 1e-3 to 1e-4")
     if args.lr is not None and args.lr > LR_CAP:  # AdamW failed converting it to the parameters' float32
         raise RaspError(f"--lr {args.lr:g}: at most {LR_CAP:g} (AdamW's first step takes lr / 0.1 in float32, "
                         "the parameters' type, which overflows past about 3.4e37)",
                         hint="the presets use 1e-3 to 1e-4 (rasp learn --help)")
     if getattr(args, "first_seed", None) is not None and args.first_seed < 0:
-        raise RaspError(f"--first-seed must be at least 0, got {args.first_seed}")
+        raise RaspError(f"--first-seed must be at least 0, got {args.first_seed}",
+                        hint="seeds run from --first-seed up, e.g. --first-seed 0")
     if getattr(args, "threads", None) is not None:
         if not 1 <= args.threads <= MAX_THREADS:  # (99,999 threads crashed the process)
-            raise RaspError(f"--threads must be from 1 to {MAX_THREADS:,}, got {args.threads:,}")
+            raise RaspError(f"--threads must be from 1 to {MAX_THREADS:,}, got {args.threads:,}",
+                            hint=f"the torch threads to train with; this machine has {os.cpu_count() or 1} cores")
         import torch
         torch.set_num_threads(args.threads)
     alphabet = None
@@ -163,9 +179,11 @@ def config_for(args, preset: str, task_name: str):
                          train_max=args.train_max,
                          bins=parse_bins(args.bins) if args.bins is not None else None, alphabet=alphabet)
     if cfg.first_seed + cfg.seeds - 1 >= 2 ** 63:  # torch.manual_seed takes a 64-bit signed seed
-        raise RaspError(f"--first-seed {cfg.first_seed} with {cfg.seeds} seeds passes 2^63 - 1, the largest seed torch takes")
+        raise RaspError(f"--first-seed {cfg.first_seed} with {cfg.seeds} seeds passes 2^63 - 1, the largest seed torch takes",
+                        hint=f"give a --first-seed of at most {2 ** 63 - cfg.seeds:,}")
     if cfg.dim % cfg.heads:
-        raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}")
+        raise RaspError(f"--dim {cfg.dim} is not divisible by --heads {cfg.heads}",
+                        hint="every head gets --dim / --heads dimensions: choose a --dim that --heads divides")
     if cfg.positional == "rope" and (cfg.dim // cfg.heads) % 2:
         raise RaspError(f"--positional rope rotates pairs of dimensions: the head dimension --dim / --heads "
                         f"= {cfg.dim // cfg.heads} must be even", hint="choose --dim and --heads with an even quotient")

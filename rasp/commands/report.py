@@ -44,7 +44,12 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
     from ..learn.report import markdown, plot_report, print_rows, report_rows
 
     if getattr(args, "fresh", False) and getattr(args, "no_train", False):
-        raise RaspError("--fresh retrains and --no-train trains nothing: give one of them")
+        raise RaspError("--fresh retrains and --no-train trains nothing: give one of them",
+                        hint="--fresh trains every task again; --no-train reports the results already in --out")
+    jobs = getattr(args, "jobs", None)
+    jobs = 1 if jobs is None else jobs
+    if jobs < 1:
+        raise RaspError(f"--jobs must be at least 1, got {jobs}", hint="tasks trained at once, in separate processes, e.g. --jobs 2")
     preset = resolve_preset(args)
     # keyed by the task's own name: a program file and a name of the same task are one row, and the
     # report finds each task's program and checker verdict by the name its result carries
@@ -61,10 +66,6 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
                             hint="run without --no-train first, or give the folder of earlier results")
     else:
         out = out_dir(args.out, REPORT_FILES)  # before any training (a folder in the way failed at the end)
-    jobs = getattr(args, "jobs", None)
-    jobs = 1 if jobs is None else jobs
-    if jobs < 1:
-        raise RaspError("--jobs must be at least 1")
     if jobs > 1 and args.threads is None:
         args.threads = max(1, (os.cpu_count() or 1) // jobs)
     results: dict[str, dict] = {}
