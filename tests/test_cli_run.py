@@ -613,6 +613,13 @@ def test_report_refusals_have_a_hint(tmp_path, capsys):
     assert not (tmp_path / "r").exists()  # refused before the folder is made
     assert main(["report", "majority", "--fresh", "--no-train", "--out", str(tmp_path)]) == 2
     assert "give one of them\nhint: " in capsys.readouterr().err
+    # a folder where a task's result goes: one message, before any training (it said "training
+    # again" and then refused, after training the tasks before it)
+    (tmp_path / "q" / "sort.json").mkdir(parents=True)
+    assert main(["report", "majority", "sort", "--preset", "smoke", "--no-progress", "--out", str(tmp_path / "q")]) == 2
+    err = capsys.readouterr().err
+    assert "sort.json there is a folder" in err and "training again" not in err
+    assert sorted(p.name for p in (tmp_path / "q").iterdir()) == ["sort.json"]
 
 
 def test_learn_reports_a_program_files_own_error(tmp_path, capsys):

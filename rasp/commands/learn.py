@@ -260,7 +260,8 @@ def check_out_dir(out: Path, files: tuple[str, ...] = ()) -> None:
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        raise RaspError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+        raise RaspError(f"--out {out}: cannot write there ({exc.strerror or exc})",
+                        hint="choose a folder you can write to, e.g. --out runs/learn") from None
     for name in files:
         path = out / name
         if path.is_dir():

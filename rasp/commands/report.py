@@ -162,6 +162,9 @@ def _read_result(path: Path, name: str, *, must: bool) -> dict | None:
     trained over otherwise."""
     if not path.exists():
         return None
+    if path.is_dir():  # not a result to train over: training could not write its file there either
+        raise RaspError(f"--out {path.parent}: {path.name} there is a folder, where the result file goes",
+                        hint="remove or rename it, or choose another --out")
     try:
         r = read_json_file(path, hint="run without --no-train to train it again (the file is replaced)")
         problem = _result_problem(r, name)
