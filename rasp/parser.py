@@ -501,6 +501,10 @@ def _hint_for_token(tok: Token, expected: set[str], line_text: str, history=()) 
         # a call inside a guard or pos[...]: their arithmetic is over the positions i and j only
         return (f"'{prev}(...)' inside '[': guards #[...] and pos[...] relate the positions i and j with "
                 "integer arithmetic; counts and RASP-L values cannot appear in them")
+    call = re.search(r"\b(min|max)\s*$", line_text[:bracket[1] - 1]) if bracket and bracket[0] == "(" else None
+    if call and value in (",", ")"):  # max(a, b, c) or max(a): not a bracket left open
+        return (f"{call.group(1)} takes two arguments: {call.group(1)}(a, b); nest it for more: "
+                f"{call.group(1)}(a, {call.group(1)}(b, c))")
     if bracket and _CLOSE[bracket[0]] in {_word(e).strip("'") for e in expected}:
         return f"the '{bracket[0]}' at column {bracket[1]} is not closed: is '{_CLOSE[bracket[0]]}' missing?"
     if "EQUAL" in expected:

@@ -43,6 +43,9 @@ BAD_PROGRAMS = [
     Bad("call-in-guard", 'alphabet a b\nX = #[j == selector_width(select(tokens, tokens, ==))] "a" > 0\n', 2, 26,
         "unexpected '('", "relate the positions i and j"),
     Bad("side-by-side", 'alphabet a b\nok = #"a" #"b"\n', 2, 11, "unexpected '#'", "operator missing"),
+    # min and max take two arguments: a third or a missing second is not an unclosed '(' (helper 77)
+    Bad("max-three", 'alphabet a b\nok = max(1, 2, 3) > 0\n', 2, 14, "unexpected ','", "max(a, max(b, c))"),
+    Bad("min-one", 'alphabet a b\nok = min(#"a") > 0\n', 2, 14, "unexpected ')'", "min takes two arguments"),
     Bad("single-amp", 'alphabet a b\nok = "a" & "b"\n', 2, 10, "unexpected character '&'", "&&"),
     Bad("single-pipe", 'alphabet a b\nok = "a" | "b"\n', 2, 10, "unexpected character '|'", "||"),
     Bad("eq-for-compare", 'alphabet a b\nok = #"a" = 1\n', 2, 11, "unexpected '='", "compare with '=='"),
