@@ -559,6 +559,20 @@ def _rasp(*args, env=None, stdout=subprocess.PIPE):
                           text=True, cwd=ROOT, env=env)
 
 
+def test_learn_with_stderr_closed_trains_and_writes(tmp_path):
+    """`rasp learn ... 2>&-`: the progress bar and log lines have nowhere to go, and the run still
+    trains and writes its result (it exited 1 with no output: the first write to stderr failed)."""
+    import shlex
+
+    for extra in ("", "--no-progress"):
+        out = tmp_path / f"out{extra}"
+        cmd = (f"{shlex.quote(sys.executable)} -m rasp learn majority --preset smoke --steps 2 {extra} "
+               f"--out {shlex.quote(str(out))} 2>&-")
+        done = subprocess.run(["sh", "-c", cmd], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        assert done.returncode == 0 and "wrote " in done.stdout, (extra, done.stdout)
+        assert (out / "majority.json").is_file()
+
+
 def test_output_to_a_full_device_is_not_a_bug():
     """stdout on /dev/full: a user error still exits 2 (its --json line was a traceback), a successful
     run exits 1 with "cannot write the output" (it was an internal error)."""

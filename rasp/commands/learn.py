@@ -287,14 +287,33 @@ def _finite(v):
     return v
 
 
+def _stderr_open() -> bool:
+    """Whether stderr is open for writing (the progress bar writes there; with `2>&-` it ended the run:
+    the descriptor may even be taken by a file opened for reading since, so fstat is not enough)."""
+    try:
+        import fcntl
+
+        return fcntl.fcntl(sys.stderr.fileno(), fcntl.F_GETFL) & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
+    except ImportError:  # no fcntl (Windows): assume it is
+        return True
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def log_stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    """A progress line on stderr; none when stderr is closed (`2>&-`: the training and its files
+    matter, not the log; a failed write ended the run with exit 1 and no output)."""
+    try:
+        print(msg, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):  # closed, detached, or None
+        pass
 
 
 def train_and_save(task, cfg, preset: str, args, out: Path) -> dict:
     from ..learn.report import plot_task
     from ..learn.train import run_task
-    result = run_task(task, cfg, device=args.device, progress=not args.no_progress, log=log_stderr)
+    result = run_task(task, cfg, device=args.device, progress=not args.no_progress and _stderr_open(),
+                      log=log_stderr)
     result["preset"] = preset
     result["command"] = "rasp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else ""
     result["date"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
