@@ -255,6 +255,8 @@ BAD_FLAGS = [  # (argv after the program, a word the message must contain)
     (["compile", "--alphabet", "(,,)"], "an empty symbol between commas"),
     (["verify", "--lengths", "16,,32"], "an empty length between commas"),
     (["verify", "--lengths", "16,"], "an empty length between commas"),
+    (["verify", "--lengths", ""], "no length given"),
+    (["verify", "--lengths", "16,-3"], "positive integers, got '16,-3'"),
     (["verify", "--dtype", "float32,,float64"], "an empty dtype between commas"),
     # torch takes cpu:1 and runs on the one CPU
     (["verify", "--device", "cpu:1"], "one CPU device"),

@@ -21,8 +21,10 @@ def _ints(text: str) -> list[int]:
         vals = [int(x) for item in items for x in item.split()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected integers like 16,256,4096, got {text!r}") from None
-    if not vals or any(v < 1 for v in vals):
-        raise argparse.ArgumentTypeError("lengths must be positive integers")
+    if not vals:
+        raise argparse.ArgumentTypeError("no length given: list lengths like 16,256,4096")
+    if any(v < 1 for v in vals):
+        raise argparse.ArgumentTypeError(f"lengths must be positive integers, got {text!r}")
     return vals
 
 
