@@ -392,7 +392,8 @@ class _Checker:
         if decl.kind in ("generate", "predict") and (len(d.params) != 1 or t != BOOL):
             raise RaspError(f"'output {decl.kind}' needs a bool family over one symbol, NAME[x] = ...",
                             decl.name_span or decl.span,
-                            f"'{decl.name}' is a {t}{' family of %d indices' % len(d.params) if d.params else ''}")
+                            f"'{decl.name}' is a {t}" + (f" family over {len(d.params)} symbol{'s' if len(d.params) > 1 else ''}"
+                                                         if d.params else ""))
 
 
 def _repeated(decl) -> tuple[str, Span | None]:
