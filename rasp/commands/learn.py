@@ -293,7 +293,7 @@ def _stderr_open() -> bool:
     try:
         import fcntl
 
-        return fcntl.fcntl(sys.stderr.fileno(), fcntl.F_GETFL) & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
+        return (fcntl.fcntl(sys.stderr.fileno(), fcntl.F_GETFL) & os.O_ACCMODE) in (os.O_WRONLY, os.O_RDWR)
     except ImportError:  # no fcntl (Windows): assume it is
         return True
     except (OSError, ValueError, AttributeError):

@@ -17,8 +17,9 @@ def register(sub) -> None:
         "run",
         help="run a program on inputs",
         description="Run PROGRAM on TOKENS (whitespace-separated), or on one input per line of stdin "
-        "(lines starting with // are skipped, unless a symbol of the alphabet starts with //). Acceptors print accept/reject, generators the "
-        "generated continuation, character predictors the allowed symbols at every position.",
+        "(lines starting with // are skipped, unless a symbol of the alphabet starts with //). Acceptors "
+        "print accept/reject, generators the generated continuation, character predictors the allowed "
+        "symbols at every position.",
     )
     p.add_argument("program", help="a .cr or .rasp file")
     p.add_argument("tokens", nargs="*", default=[],
