@@ -220,14 +220,20 @@ class CompiledModel:
         exact on every input in ``dtype`` with ``backend`` (:func:`compiler.weights.exact_positions`:
         the running sums' bound and float16's quotient underflow at 2^24 positions); None: any length.
         ``auto`` is scan's (it leaves sdpa for scan before sdpa's bound); the dense reference forward
-        has no such bound (it rounds every softmax weight: exact in float64 at the lengths tests use)."""
+        has no such bound (it rounds every softmax weight: exact in float64 at the lengths tests use).
+        A bounded RASP-L model (``compile_raspl(..., max_length=N)``) is exact on at most N tokens, so at
+        most N + 1 positions."""
         from .model import dtype_name
         from .weights import exact_positions
 
         if backend not in ("scan", "sdpa", "auto"):
             raise RaspError(f"exact_positions knows the backends scan, sdpa and auto, not {quoted(backend)}")
         backend = "scan" if backend == "auto" else backend
-        return exact_positions(self.config["architecture"], self.exact_sum_positions, dtype_name(dtype), backend)
+        p = exact_positions(self.config["architecture"], self.exact_sum_positions, dtype_name(dtype), backend)
+        bound = (self.config.get("raspl") or {}).get("max_length")
+        if bound is not None:  # no claim past the declared maximum length (the weights' own bound was shown)
+            p = bound + 1 if p is None else min(p, bound + 1)
+        return p
 
     def exact_tokens(self) -> dict[str, int | None]:
         """Per dtype the model holds exactly, the longest sequence (tokens: a prompt plus what a

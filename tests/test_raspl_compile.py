@@ -108,6 +108,9 @@ def test_bounded_compile_is_exact_up_to_the_bound(path, task_name, alphabet, N):
         compile_raspl(p)
     m = compile_raspl(p, max_length=N)
     assert m.config["raspl"]["lowered"] == "bounded" and max_length_of(m) == N
+    # what the model claims is within the bound (exact_tokens said 2^52 for a model exact up to N: helper 78)
+    assert all(t is not None and t <= N for t in m.exact_tokens().values()), m.exact_tokens()
+    assert all(m.exact_positions(d, b) <= N + 1 for d in m.exact_dtypes for b in ("scan", "sdpa"))
     rng = np.random.default_rng(N)
     batch = []
     for n in task.lengths(1, N, alphabet):
