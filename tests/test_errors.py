@@ -43,9 +43,9 @@ BAD_PROGRAMS = [
     Bad("call-in-guard", 'alphabet a b\nX = #[j == selector_width(select(tokens, tokens, ==))] "a" > 0\n', 2, 26,
         "unexpected '('", "relate the positions i and j"),
     Bad("side-by-side", 'alphabet a b\nok = #"a" #"b"\n', 2, 11, "unexpected '#'", "operator missing"),
-    # min and max take two arguments: a third or a missing second is not an unclosed '(' (helper 77)
     Bad("predict-count-family", 'alphabet a b\nF[x] = #Q[x]\noutput predict F\n', 3, 16,
         "'output predict' needs a bool family", "'F' is a count family over 1 symbol"),
+    # min and max take two arguments: a third or a missing second is not an unclosed '(' (helper 77)
     Bad("max-three", 'alphabet a b\nok = max(1, 2, 3) > 0\n', 2, 14, "unexpected ','", "max(a, max(b, c))"),
     Bad("min-one", 'alphabet a b\nok = min(#"a") > 0\n', 2, 14, "unexpected ')'", "min takes two arguments"),
     Bad("single-amp", 'alphabet a b\nok = "a" & "b"\n', 2, 10, "unexpected character '&'", "&&"),
