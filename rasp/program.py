@@ -172,7 +172,6 @@ class Program:
         give the same tokens (the tests compare them); only the time differs."""
         from . import stream
 
-        check_max_new(max_new, len(seqs))
         limits = generation_limits(seqs, max_new)
         if not stream.supports(self):
             return self._ids_to_symbols(self._reevaluate_ids(seqs, limits))
@@ -338,7 +337,10 @@ def check_max_new(max_new: int | None, inputs: int, name: str = "max_new") -> No
 
 
 def generation_limits(seqs, max_new: int | None) -> list[int]:
-    """The generation cap of each prompt: ``max_new``, or :func:`default_max_new` of its length."""
+    """The generation cap of each prompt: ``max_new``, or :func:`default_max_new` of its length. Every
+    generator (the interpreter's and a compiled model's) takes its caps from here, so a ``max_new``
+    that cannot fit is refused here (:func:`check_max_new`)."""
+    check_max_new(max_new, len(seqs))
     # a Python int: a NumPy integer (np.uint8(250)) would overflow in the sums made from it
     return [default_max_new(len(s)) if max_new is None else int(max_new) for s in seqs]
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import compiler
 import rasp
 from cases import CASES
 from rasp.cli import main
@@ -454,8 +455,10 @@ def test_cli_run_flags_generation_cut_at_the_cap(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "--max-new 1,000,000,000,000,000: 1 generation of up to that many tokens needs" in err, err
         assert "hint: at most about" in err
-    with pytest.raises(rasp.RaspError, match="max_new 1,000,000,000,000,000"):
-        rasp.parse('alphabet a b\nNEXT[x] = true\noutput generate NEXT\n').run("a", max_new=10**15)
+    endless = rasp.parse('alphabet a b\nNEXT[x] = true\noutput generate NEXT\n')
+    for run in (endless.run, compiler.compile(endless).run):  # the interpreter and a compiled model
+        with pytest.raises(rasp.RaspError, match="max_new 1,000,000,000,000,000"):
+            run("a", max_new=10**15)
     twice = tmp_path / "twice.rasp"
     twice.write_text('alphabet a b\nNEXT[x] = #Q[x] < 2\noutput generate NEXT\n')  # stops after a b b
     assert cli(["run", str(twice), "a", "--json"]) == 0
