@@ -63,3 +63,13 @@ def test_compile_time_benchmark_subset_keeps_the_committed_json(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "dyck1.cr" in done.stdout
     assert (ROOT / "benchmarks" / "compile_time.json").read_bytes() == committed
+
+
+def test_family_replay_experiment_still_builds_the_builders_graph():
+    """benchmarks/family_replay.py (docs/compiler.md, "What the 0.1 s target needs", point 3) keeps a
+    measured negative result reproducible: its replayed graph must stay the builder's, node for node."""
+    done = _script("family_replay.py", "programs/ur.rasp", "--symbols", "5", "--repeats", "1", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "the same graph, node for node: True" in done.stdout
+    replayed = [line for line in done.stdout.splitlines() if line.startswith("instances replayed:")]
+    assert replayed and not replayed[0].startswith("instances replayed: 0 "), done.stdout
