@@ -795,6 +795,43 @@ def _subst(node, mapping: dict):
     return node
 
 
+class _Beyond:
+    """For a max (min) aggregate over the value cases of ``v``: the values in the order the reduction
+    tries them (largest first for max) and, for each k, "the value is one of the first k": the
+    condition that no selected position has one of the first k values is ``#(pred && beyond(k)) ==
+    0``. Every selector branch asks for the same n - 1 disjunctions, of up to n - 1 cases each, so
+    written out they cost n^2 per branch (n^3 for an aggregate whose branches are the n values of a
+    key: 360 KB of lowered text for raspl_addition_hints.rasp over 16 symbols). Named, they are a
+    chain of helper definitions ``NAME__ge3 = NAME__ge4 || <case 3>`` ("the value is 3 or more", of
+    the cases; ``le`` for min), one case each. A branch whose key predicate and value cases are token tests keeps the written
+    disjunction, whose intersection with the key ``_and`` works out (``"a" && ("a" || "b")`` is
+    ``"a"``)."""
+
+    def __init__(self, low: "_Lowerer", v: Fin, reduction: str):
+        self.low, self.v = low, v
+        self.order = sorted(v.cases, reverse=(reduction == "max"))
+        self.tag = "ge" if reduction == "max" else "le"
+        self.tokens = all(_tokset(c) is not None for c in v.cases.values())
+        self.named: list = [FALSE]  # named[k]: the first k cases, as a reference (k >= 1)
+        self.written: list = [FALSE]
+
+    def expr(self, k: int, pred):
+        if self.tokens and _tokset(pred) is not None:
+            while len(self.written) <= k:
+                self.written.append(_ors(self.v.cases[x] for x in self.order[:len(self.written)]))
+            return self.written[k]
+        while len(self.named) <= k:
+            j = len(self.named)  # the first j cases: the first j - 1 and case j - 1
+            case = self.v.cases[self.order[j - 1]]
+            if j == 1:
+                self.named.append(case)  # one case: nothing to share
+                continue
+            w = self.order[j - 1]
+            tag = f"{self.tag}{w}" if w >= 0 else f"{self.tag}m{-w}"
+            self.named.append(self.low.share(_or(self.named[j - 1], case), tag))
+        return self.named[k]
+
+
 # ============================================================================ lowering: the pass
 class _Lowerer:
     def __init__(self, program: Program, max_length: int | None = None):
@@ -1306,13 +1343,18 @@ class _Lowerer:
         if cost > self.cap:
             raise _Fail(f"aggregate over too many cases ({cost} > {self.cap}: lowering size limit)", e)
         pairs = []
-        for qcond, pred, guard in sel.branches:
+        beyond = _Beyond(self, v, e.reduction)  # shared by every branch
+        for b, (qcond, pred, guard) in enumerate(sel.branches):
             q = qcond if qcond is not None else TRUE
-            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one).items():
+            if len(v.cases) > 1 and _tokset(pred) is None and isinstance(pred, (A.Or, A.And)):
+                # a compound key predicate is read once per result value: named once per branch
+                pred = self.share(pred, f"sel{b}")
+            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, beyond).items():
                 pairs.append((w, _and(q, c)))
         return Fin(A.COUNT, _group(pairs), None)
 
-    def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool) -> dict:
+    def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool,
+               beyond: _Beyond | None = None) -> dict:
         """{result value: condition} of one selector branch (keys with pred and guard)."""
         if pred == FALSE:
             return {default: TRUE}
@@ -1327,12 +1369,12 @@ class _Lowerer:
             for w in values:
                 out[w] = _ge1(c[w]) if len(values) > 1 else nonempty
         elif reduction in ("max", "min"):
-            order = values[::-1] if reduction == "max" else values
-            for k, w in enumerate(order):
-                beyond = _ors(v.cases[x] for x in order[:k])
+            if beyond is None:
+                beyond = _Beyond(self, v, reduction)
+            for k, w in enumerate(beyond.order):
                 cond = _ge1(c[w])
-                if beyond != FALSE:
-                    cond = _and(cond, _eq0(_count(guard, _and(pred, beyond))))
+                if k:
+                    cond = _and(cond, _eq0(_count(guard, _and(pred, beyond.expr(k, pred)))))
                 out[w] = cond
         else:  # mean, truncated toward zero: S / n with S = sum w * c_w, n = cnt
             lo, hi = values[0], values[-1]
@@ -1370,14 +1412,25 @@ class _Lowerer:
         return out
 
     # ------------------------------------------------------------------ the program
-    def helper_name(self, name: str, w: int) -> str:
-        base = f"{name}__{w}" if w >= 0 else f"{name}__m{-w}"
+    def helper_name(self, name: str, w: int | str) -> str:
+        base = f"{name}__{w}" if isinstance(w, str) or w >= 0 else f"{name}__m{-w}"
         out, k = base, 2
         while out in self.taken:
             out, k = f"{base}_{k}", k + 1
         self.taken.add(out)
         self.helpers.add(out)
         return out
+
+    def share(self, expr, tag: str):
+        """A reference to a new bool helper definition ``NAME__tag`` holding ``expr`` (NAME the
+        definition being lowered, with its family parameters): an expression the lowering would
+        otherwise write many times is written once. It is evaluated at each position like any
+        definition, so the reference means what ``expr`` means wherever it stands, in a count's body
+        too."""
+        name, d, refs = self.current
+        h = self.helper_name(name, tag)
+        self.pending.append(A.Definition(h, d.params, _shallow(expr, _SPAN or d.expr.span), span=d.span))
+        return A.Ref(h, refs)
 
     def run(self) -> A.Module:
         module = self.program.module
@@ -1388,6 +1441,7 @@ class _Lowerer:
             params = tuple(p.name for p in d.params)
             bound = frozenset(params)
             refs = tuple(A.SymVar(p) for p in params)
+            self.current, self.pending = (name, d, refs), []
             try:
                 v = self.lower(d.expr, bound)
             except _Fail as exc:
@@ -1395,11 +1449,11 @@ class _Lowerer:
                     exc.node = d
                 raise
             plain = not self.needs_lowering(d.expr)
-            out = []
+            out = self.pending  # shared parts first: what follows refers to them
             me = A.Ref(name, refs)
             if isinstance(v, (Sel, Idx)):
                 self.templates[name] = (params, v)
-                emitted[name] = []
+                emitted[name] = out
                 continue
             if sig.type == A.BOOL:
                 expr = d.expr if plain else self.bool_of(v, d.expr)

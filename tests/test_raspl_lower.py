@@ -141,6 +141,16 @@ C = #"a"
 SAME = aggregate(select(indices, indices, ==), C, mean)
 ok = SAME == C
 """, "C-RASP"),
+    "max-min-many-values": ("""\
+// max and min over eight values with compound key predicates (PREV > token is a disjunction of
+// PREV's cases): the lowering names each branch's predicate and the chain "the value is v or more"
+// (NAME__sel3, NAME__ge5), which every branch reads
+alphabet 0 1 2 3 4 5 6 7
+PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, -1)
+HI = aggregate(select(PREV, tokens, >), tokens, max, -1)
+LO = aggregate(select(PREV, tokens, <=), PREV, min, 9)
+ok = HI > LO || HI == 7 && LO == 9
+""", "C-RASP[local]"),
     "periodic-mix": ("""\
 // C-RASP and RASP-L mixed: a periodic predicate and a RASP-L shift
 alphabet a b
