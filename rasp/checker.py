@@ -80,8 +80,8 @@ from .guards import NotRegular, analyze_relation, eventually_constant, periodic_
 from .printer import expr_to_str, module_to_str, rel_to_str
 from .program import Program
 from .rewrite import (EVENTUAL_CAP, SPLIT_ATOM_CAP, absolute_atoms, absolute_count, absolute_predicate,
-                      eventual_atoms, local_offset, only_local_counts, past_absolute_limits, rewrite_core,
-                      rewrite_module)
+                      analysis_caps, eventual_atoms, local_offset, only_local_counts, past_absolute_limits,
+                      rewrite_core, rewrite_module)
 
 #: every fragment a verdict can name, from the strongest guarantee to none
 FRAGMENTS: tuple[str, ...] = (
@@ -228,6 +228,9 @@ class Verdict:
     task: TaskResult | None = None
     evidence: dict = field(default_factory=dict, compare=False)  # "local 1" / "period 2" -> Fact
     source: str | None = field(default=None, compare=False, repr=False)
+    #: counts whose normal form is past the compiler's size cap (rasp.rewrite.BRANCH_CAP), as the
+    #: located errors ``rasp compile`` gives: in the class, but not compiled
+    compile_limits: tuple[RaspError, ...] = field(default=(), compare=False)
 
     @property
     def in_class(self) -> bool:
@@ -257,6 +260,8 @@ class Verdict:
             "special": list(self.special),
             "rewritten": self.rewritten_source,
             "task": self.task.to_json() if self.task else None,
+            "compile_limits": [{"line": e.span.line if e.span else None, "col": e.span.column if e.span else None,
+                                "message": e.message, "hint": e.hint} for e in self.compile_limits],
         }
 
 
@@ -529,7 +534,8 @@ def check(program: Program, *, name: str | None = None, task=None, with_task: bo
     (``with_task=False``: none). A program nested too deeply for the analysis' recursion is a
     :class:`RaspError` (a user error, as in parsing and compiling)."""
     try:
-        return _check(program, name, task, with_task)
+        with analysis_caps() as over:  # normal forms larger than the compiler takes still have a verdict
+            return _check(program, name, task, with_task, over)
     except RaspError as exc:  # a relation too large to analyse, located in the program
         raise exc.located(program.source, program.filename) from None
     except RecursionError:
@@ -537,7 +543,7 @@ def check(program: Program, *, name: str | None = None, task=None, with_task: bo
             program.source, program.filename) from None
 
 
-def _check(program: Program, name: str | None, task, with_task: bool) -> Verdict:
+def _check(program: Program, name: str | None, task, with_task: bool, over: list[RaspError]) -> Verdict:
     core = program.core
     if only_local_counts(program.module):
         # every written count is plain or local and nothing else needs rewriting: the expanded core is
@@ -573,6 +579,7 @@ def _check(program: Program, name: str | None, task, with_task: bool) -> Verdict
         task=task_result(program, task) if with_task else None,
         evidence=evidence,
         source=program.source,
+        compile_limits=_distinct(over),
     )
     if reasons:
         # RASP-L: a program built with RASP-L primitives either lowers to C-RASP (the lowered
@@ -582,6 +589,14 @@ def _check(program: Program, name: str | None, task, with_task: bool) -> Verdict
         if raspl.uses_raspl(program):
             return raspl.verdict_for_raspl(program, base=verdict)
     return verdict
+
+
+def _distinct(errors: list[RaspError]) -> tuple[RaspError, ...]:
+    """One error per message and place (a family's instances share their written guard)."""
+    seen: dict = {}
+    for e in errors:
+        seen.setdefault((e.message, e.span), e)
+    return tuple(seen.values())
 
 
 def _declaring(module: A.Module, alphabet) -> A.Module:
@@ -599,7 +614,8 @@ def rewritten_program(program: Program) -> Program:
     the same data alphabet: what ``--explain`` prints, runnable. Evaluates identically to ``program``."""
     from .program import parse
 
-    text = module_to_str(rewrite_module(program.module))
+    with analysis_caps():  # the normal form the verdict was read from, past the compiler's caps too
+        text = module_to_str(rewrite_module(program.module))
     return parse(text, filename=program.filename, alphabet=program.alphabet)
 
 
@@ -621,7 +637,7 @@ def render(verdict: Verdict, *, explain: bool = False) -> str:
                "none": "no guarantee"}[v.guarantee]
     out = [f"{v.program}: {v.fragment} ({promise})"]
     out.append(_wrap(f"theorem: {v.theorem}"))
-    offs = ", ".join(str(d) for d in v.local_offsets) or "none"
+    offs = _offsets_text(v.local_offsets)
     if v.self_counts:
         offs += (f" (and offset 0 in {v.self_counts} count{'s' if v.self_counts > 1 else ''}: "
                  "#[j == i] P is '1 if P else 0', not positional)")
@@ -631,6 +647,11 @@ def render(verdict: Verdict, *, explain: bool = False) -> str:
     out.append(f"  counting operations: {v.counts}")
     special = f" + {len(v.special)} special" if v.special else ""
     out.append(f"  alphabet size: {v.alphabet_size}{special}")
+    for e in v.compile_limits:  # in the class (or not), but rasp compile refuses it
+        out.append(_wrap(f"compile: {_where(v, e.span)}: {e.message}"))
+        out.extend(_caret(v.source, e.span))
+        if e.hint:
+            out.append(_wrap(f"hint: {e.hint}", "    "))
     if v.reasons:
         out.append(f"  outside C-RASP[periodic,local] ({len(v.reasons)} reason{'s' if len(v.reasons) > 1 else ''}):")
         for r in v.reasons:
@@ -653,6 +674,22 @@ def render(verdict: Verdict, *, explain: bool = False) -> str:
     if explain:
         out.extend(_explain(v))
     return "\n".join(out)
+
+
+def _offsets_text(offsets: tuple[int, ...]) -> str:
+    """``1, 2, 5`` as they are; past 16 offsets, runs of three or more as ``1..1000``."""
+    if len(offsets) <= 16:
+        return ", ".join(str(d) for d in offsets) or "none"
+    runs: list[list[int]] = []
+    for d in offsets:
+        if runs and d == runs[-1][1] + 1:
+            runs[-1][1] = d
+        else:
+            runs.append([d, d])
+    parts = []
+    for a, b in runs:
+        parts.extend([f"{a}..{b}"] if b - a >= 2 else [str(x) for x in range(a, b + 1)])
+    return ", ".join(parts) + f" ({len(offsets):,} offsets)"
 
 
 def _wrap(text: str, indent: str = "  ") -> str:

@@ -28,6 +28,8 @@ compiles the rewritten core program.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 from dataclasses import dataclass
@@ -139,6 +141,12 @@ def _and(p, q):
 
 
 def _sum(terms: list[tuple[int, A.Expr]]) -> A.Expr:
+    terms = [(k, t) for k, t in terms if k != 0]
+    if len(terms) > BRANCH_CAP:
+        # only the checker's analysis writes sums this long (ANALYSIS_CAP): halves, so that the depth
+        # is logarithmic (a chain of 1,001 terms passed the recursion limit of every walk)
+        half = len(terms) // 2
+        return A.Add(_sum(terms[:half]), _sum(terms[half:]))
     out = None
     for k, t in terms:
         if k == 0:
@@ -155,6 +163,41 @@ def _sum(terms: list[tuple[int, A.Expr]]) -> A.Expr:
 #: form may have (see normalize_count): the branches nest as conditionals, the offsets as a sum, and
 #: the compiler spends about the square of their number on them
 BRANCH_CAP = 256
+#: the same cap for the checker's analysis (:func:`analysis_caps`), which only reads the normal form:
+#: ``#[i - j <= 1000] P`` is C-RASP[local] (1,001 local counts), a verdict that needs no compiled model
+ANALYSIS_CAP = 4096
+#: (cap, the errors the compiler's cap would have raised) of the analysis in progress
+_branch_cap: contextvars.ContextVar[tuple[int, list]] = contextvars.ContextVar("branch_cap", default=(BRANCH_CAP, []))
+
+
+@contextlib.contextmanager
+def analysis_caps():
+    """Within this block :func:`normalize_count` writes normal forms of up to :data:`ANALYSIS_CAP`
+    branches and window offsets (the checker); outside it, up to :data:`BRANCH_CAP` (the compiler).
+    Yields a list that collects, for each normal form past :data:`BRANCH_CAP`, the located error the
+    compiler gives it."""
+    over: list[RaspError] = []
+    token = _branch_cap.set((ANALYSIS_CAP, over))
+    try:
+        yield over
+    finally:
+        _branch_cap.reset(token)
+
+
+def _check_size(n: int, what: str, rel, hint: str) -> None:
+    """Refuse a normal form of n branches or offsets past the cap in force; note one past the
+    compiler's cap during an analysis."""
+    cap, over = _branch_cap.get()
+    span = getattr(rel, "span", None)
+    if n > ANALYSIS_CAP:
+        limits = f"{ANALYSIS_CAP:,}" if cap == ANALYSIS_CAP else f"{BRANCH_CAP} to compile, {ANALYSIS_CAP:,} to analyse"
+        raise RaspError(f"{what} (at most {limits}): too large to analyse or compile", span, hint)
+    if n > BRANCH_CAP:
+        error = RaspError(f"{what} (at most {BRANCH_CAP}): too large to compile", span, hint)
+        if cap == BRANCH_CAP:  # compiling
+            error.hint = f"{hint}; rasp check gives the verdict up to {ANALYSIS_CAP:,}"
+            raise error
+        over.append(error)
 
 
 def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
@@ -175,27 +218,37 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     if t is None:
         return None
     M, T = t.period, t.window
+    most_local = 0  # local counts of the largest branch
     # residues of i whose branches are equal share one (#[j % 300 == 0] P is one branch)
     by_branch: dict[tuple, list[int]] = {}
     for ri in range(M):
         corr = _corrections(t, ri)
         # one local count per offset whose correction is not 0 (#[i - j == 300] has one, at d = 300)
-        n_local = int(np.count_nonzero(corr))
-        if n_local > BRANCH_CAP:
-            raise RaspError(f"this count's relation needs {n_local:,} local counts (one per offset of its window "
-                            f"where the far part does not already count j; at most {BRANCH_CAP}): too large to "
-                            "analyse or compile", getattr(rel, "span", None), "use a narrower window")
+        most_local = max(most_local, int(np.count_nonzero(corr)))
         by_branch.setdefault((t.far[ri].tobytes(), corr.tobytes()), []).append(ri)
+    _check_size(most_local, f"this count's relation needs {most_local:,} local counts (one per offset of its "
+                "window where the far part does not already count j)", rel, "use a narrower window")
     groups = list(by_branch.values())
-    if len(groups) > BRANCH_CAP:
-        raise RaspError(f"this count's relation has period {M:,} and {len(groups):,} different branches, one per "
-                        f"class of residues of i (at most {BRANCH_CAP}); too large to analyse or compile",
-                        getattr(rel, "span", None), "use a smaller period")
+    _check_size(len(groups), f"this count's relation has period {M:,} and {len(groups):,} different branches, "
+                "one per class of residues of i", rel, "use a smaller period")
     branches = [_branch(t, g[0], body) for g in groups]
+    if len(groups) > BRANCH_CAP:
+        return _branch_tree(M, groups, branches)
     out = branches[-1]
     for g, branch in zip(reversed(groups[:-1]), reversed(branches[:-1])):
         out = A.Cond(residue_pred(M, g), branch, out)
     return out
+
+
+def _branch_tree(M: int, groups: list[list[int]], branches: list[A.Expr]) -> A.Expr:
+    """The branches as a balanced tree of conditionals (each test: i mod M in the residues of the
+    first half), of logarithmic depth: only the checker's analysis has more than BRANCH_CAP branches."""
+    if len(branches) == 1:
+        return branches[0]
+    half = len(branches) // 2
+    first = [r for g in groups[:half] for r in g]
+    return A.Cond(residue_pred(M, first), _branch_tree(M, groups[:half], branches[:half]),
+                  _branch_tree(M, groups[half:], branches[half:]))
 
 
 def _corrections(t: RegularTable, ri: int) -> np.ndarray:

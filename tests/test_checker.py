@@ -566,23 +566,44 @@ def test_depth_is_the_deepest_definition_and_rewrites_reach_map_arguments():
     assert "j <= i - 2" not in text and '#[j == i - 1] "a"' in text
 
 
-@pytest.mark.parametrize("guard, refused", [
-    ("i - j <= 255", None), ("i - j <= 256", "needs 257 local counts"),
-    ("(i - j) % 256 == 0", None), ("(i - j) % 257 == 0", "257 different branches"),
+@pytest.mark.parametrize("guard, uncompiled, refused", [
+    ("i - j <= 255", None, None), ("i - j <= 256", "needs 257 local counts", None),
+    ("(i - j) % 256 == 0", None, None), ("(i - j) % 257 == 0", "257 different branches", None),
+    ("i - j <= 4095", "needs 4,096 local counts", None), ("i - j <= 4096", "needs 4,097", "needs 4,097"),
     # one offset far out is one local count, however it is written (as #[j == i - 300] is)
-    ("i - j == 300", None), ("j + 300 == i", None), ("i - j == 300 || i - j == 1000", None),
+    ("i - j == 300", None, None), ("j + 300 == i", None, None), ("i - j == 300 || i - j == 1000", None, None),
     # and past TABLE_CAP, as #[j == i - 2147483647] is (it needed a table of 2^31 columns)
-    ("i - j == 2147483647", None), ("2 * j + 2000000000 == 2 * i", None),
+    ("i - j == 2147483647", None, None), ("2 * j + 2000000000 == 2 * i", None, None),
 ])
-def test_branch_cap_boundaries(guard, refused):
+def test_branch_cap_boundaries(guard, uncompiled, refused):
     """BRANCH_CAP (256) is the most local counts (offsets whose correction is not 0) and the most
-    branches a normal form may have."""
+    branches a normal form may have for the compiler; the checker's analysis takes up to ANALYSIS_CAP
+    (4,096) and names the counts the compiler refuses, with the compiler's located error."""
+    import compiler
+
     p = rasp.parse(f'alphabet a b\nX = #[{guard}] "a" >= 1\n')
-    if refused is None:
-        assert check(p, with_task=False).in_class
-    else:
-        with pytest.raises(rasp.RaspError, match=refused):
+    if refused is not None:
+        with pytest.raises(rasp.RaspError, match=refused) as exc:
             check(p, with_task=False)
+        assert "too large to analyse" in str(exc.value)
+    else:
+        v = check(p, with_task=False)
+        assert v.in_class
+        assert (uncompiled is None) == (not v.compile_limits)
+        if uncompiled is not None:
+            (e,) = v.compile_limits
+            assert uncompiled in e.message and "too large to compile" in e.message and (e.span.line, e.span.column) == (2, 7)
+            assert json.loads(json.dumps(v.to_json()))["compile_limits"][0]["message"] == e.message
+            assert "compile: <program>:2:7: " in render(v).replace("\n    ", " ")
+    if uncompiled is None:
+        compiler.compile(p)
+    else:
+        with pytest.raises(rasp.RaspError, match=uncompiled) as exc:
+            compiler.compile(p)
+        if refused is None:
+            assert "(at most 256): too large to compile" in str(exc.value) and exc.value.hint.endswith("up to 4,096")
+        else:
+            assert "(at most 256 to compile, 4,096 to analyse): too large to analyse or compile" in str(exc.value)
 
 
 def test_positions_against_constants_are_rewritten_with_counts_of_every_position():

@@ -4,6 +4,7 @@ input; anything unexpected is an internal error with exit code 1 and never a tra
 from __future__ import annotations
 
 import io
+import json
 import re
 import subprocess
 import sys
@@ -415,12 +416,40 @@ def test_check_nested_too_deeply_is_a_user_error(tmp_path, capsys, monkeypatch):
     assert "hint: " in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("text, where, what, fragment", [
+    # a count with a period-300 relation: 300 branches (was 3 s to check, 44 s to compile; period
+    # 1,000 recursed too deeply)
+    ('alphabet a b\nX = #[(i - j) % 300 == 1] "a" >= 1\n', (2, 7), "300 different branches", "C-RASP[periodic]"),
+    # a window of 1,000 offsets: 1,000 local counts (was "nests too deeply", unlocated); 4,000 (a
+    # chain of 4,000 terms would pass the recursion limit: the analysis writes balanced sums)
+    ('alphabet a b\nX = #[j > i - 1000] "a" > 0\n', (2, 7), "needs 1,000 local counts", "C-RASP[local]"),
+    ('alphabet a b\nX = #[j > i - 4000] "a" > 0\n', (2, 7), "needs 4,000 local counts", "C-RASP[local]"),
+])
+def test_relations_too_large_to_compile(text, where, what, fragment, tmp_path, capsys):
+    """compile refuses a relation whose normal form is past the compiler's cap, at its span; check
+    still gives the verdict, naming the count compile refuses; run answers, as the naive evaluator."""
+    from naive import naive_output
+
+    path = tmp_path / "big.rasp"
+    path.write_text(text)
+    code, _, err = run_cli(capsys, "compile", str(path))
+    assert code == 2, err
+    assert err.startswith(f"{path}:{where[0]}:{where[1]}: error: ") and what in err, err
+    assert "too large to compile" in err and "rasp check gives the verdict" in err and "Traceback" not in err
+    code, out, err = run_cli(capsys, "check", str(path))
+    assert code == 0, err
+    assert out.startswith(f"{path}: {fragment} (guaranteed")
+    assert f"compile: {path}:{where[0]}:{where[1]}: " in out.replace("\n    ", " ") and what in out.replace("\n    ", " ")
+    code, out, err = run_cli(capsys, "check", "--json", str(path))
+    assert code == 0 and json.loads(out)["compile_limits"][0]["line"] == where[0]
+    program = rasp.parse(text)
+    for toks in (["a", "b", "a"], ["a"] * 7 + ["b"] * 5):
+        assert program.run(toks) == naive_output(program.core, toks)
+
+
 @pytest.mark.parametrize("text, where, what", [
-    # a count with a period-300 relation: a chain of 300 branches (was 3 s to check, 44 s to compile;
-    # period 1,000 recursed too deeply)
-    ('alphabet a b\nX = #[(i - j) % 300 == 1] "a" >= 1\n', (2, 7), "300 different branches"),
-    # a window of 1,000 offsets: 1,000 local counts (was "nests too deeply", unlocated)
-    ('alphabet a b\nX = #[j > i - 1000] "a" > 0\n', (2, 7), "needs 1,000 local counts"),
+    # a window past the analysis' cap too (4,096 local counts)
+    ('alphabet a b\nX = #[j > i - 5000] "a" > 0\n', (2, 7), "needs 5,000 local counts"),
     # the interpreter's regular path would need a 9,000,000-entry table here: it takes the general one
     ('alphabet a b\nX = #[(i - j) % 3000 == 2] "a" >= 1\n', (2, 7), "period 3,000"),
     # a period of a million: a 10^12-entry table (was MemoryError, exit 1)
