@@ -1282,6 +1282,8 @@ class _Lowerer:
             if len(branches) == 1:
                 branches = [(None, TRUE, branches[0][2])]
             return Sel(branches, at_most_one=e.op == "==")
+        if isinstance(q, Idx) and isinstance(k, Fin) and self.max_length is None:
+            return self.keys_against_position(k, q.shift, e)
         if (isinstance(k, Idx) or isinstance(q, Idx)) and self.max_length is None:
             raise _Fail("select compares positions with values that are not positions (not translation "
                         "invariant)", e)
@@ -1296,6 +1298,38 @@ class _Lowerer:
             branches.append((cq, pred, None))
         if len(branches) == 1:
             branches = [(None, branches[0][1], None)]
+        return Sel(branches)
+
+    def keys_against_position(self, k: Fin, shift: int, e: A.Select) -> Sel:
+        """Keys of finite values u (case c_u at j) against queries i + shift (``select(full(2),
+        indices, <)``, the mirror of keys j + shift against a finite query): whether u op i + shift
+        is a relation of i alone, so at each i the selected keys are those with a value in
+        S(i) = {u : u op i + shift}. S changes only where i + shift crosses some u or u + 1: on
+        each interval between those points it is one set, and the branch for that interval is
+        ``pos[i >= a && i < b]`` (exclusive, covering every i >= 0; plain C-RASP with #true,
+        rasp.rewrite.absolute_predicate) selecting the keys with ``c_u`` for u in S."""
+        values = sorted(k.cases)
+        if len(values) * 2 + 1 > self.cap:
+            raise _Fail(f"select over more than {self.cap} key cases (lowering size limit)", e)
+        # in terms of i; points below 0 or past the positions an input may have are never crossed
+        cuts = sorted({u + d - shift for u in values for d in (0, 1)} | {0})
+        cuts = [c for c in cuts if 0 <= c < POSITION_BOUND]
+        i = A.PVar("i")
+        intervals = []  # [lo, hi) of i (hi None: unbounded), with the keys' predicate there
+        for lo, hi in zip(cuts, cuts[1:] + [None]):
+            pred = _ors(k.cases[u] for u in values if _cmp(e.op, u, lo + shift))
+            if intervals and intervals[-1][2] == pred:
+                intervals[-1][1] = hi  # the same keys: one interval
+            else:
+                intervals.append([lo, hi, pred])
+        if len(intervals) == 1:
+            return Sel([(None, intervals[0][2], None)])
+        branches = []
+        for lo, hi, pred in intervals:
+            parts = [A.PCmp(">=", i, A.PInt(lo), span=e.span)] if lo > 0 else []
+            parts += [A.PCmp("<", i, A.PInt(hi), span=e.span)] if hi is not None else []
+            rel = parts[0] if len(parts) == 1 else A.PAnd(parts[0], parts[1])
+            branches.append((A.PosPred(A.Rel(rel, span=e.span), span=e.span), pred, None))
         return Sel(branches)
 
     def positional(self, a: int, b: int, op: str, node) -> Sel:

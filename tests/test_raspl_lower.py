@@ -151,6 +151,15 @@ HI = aggregate(select(PREV, tokens, >), tokens, max, -1)
 LO = aggregate(select(PREV, tokens, <=), PREV, min, 9)
 ok = HI > LO || HI == 7 && LO == 9
 """, "C-RASP[local]"),
+    "keys-against-position": ("""\
+// keys of finite values against the query position (the mirror of select(indices, full(2), >)):
+// "u op i + shift" is a relation of i alone, so each interval of i selects one set of key values
+alphabet a b c
+W = selector_width(select(full(2), indices, <))
+V = aggregate(select(tokens, map(x -> x - 1, indices), ==), tokens, max, 7)
+M = aggregate(select(map(x -> 3 * x, tokens), map(x -> x + 2, indices), >=), tokens, mean, 0)
+ok = W >= 1 && V == 1 || M == 1
+""", "C-RASP"),
     "periodic-mix": ("""\
 // C-RASP and RASP-L mixed: a periodic predicate and a RASP-L shift
 alphabet a b
@@ -163,12 +172,14 @@ ok = EVEN && PREV == 1 || #"a" == 3
 # name -> (source, (line, col) where lowering stops)
 CONJECTURED = {
     # a guard comparing an index with a constant is the select(indices, full(3), <=) that RASP-L has
-    # (theory.md: RASP-L compares indices, possibly after adding a constant); it was "none"
+    # (theory.md: RASP-L compares indices, possibly after adding a constant); it was "none". (W was
+    # select(tokens, indices, ==), which now lowers: see keys-against-position)
     "index-vs-constant-guard": ("""\
 alphabet a b
-W = selector_width(select(tokens, indices, ==))
-ok = #[j <= 3] "a" == W
-""", (2, 20)),
+W = selector_width(select(tokens, tokens, ==))
+MAXW = aggregate(select(indices, indices, true), W, max)
+ok = #[j <= 3] "a" == MAXW
+""", (3, 8)),
     "mode": ("""\
 alphabet a b c
 W = selector_width(select(tokens, tokens, ==))
@@ -212,8 +223,8 @@ ok = indices == W
 alphabet a b
 W = selector_width(select(tokens, indices, ==))
 ok = #[j * j <= 3] "a" == W
-""", [(3, 8, "translation invariance"), (2, 20, "C-RASP operations")],  # the C-RASP analysis names the
-        # failing atom; the select, which conforms to RASP-L, is where the lowering stops (not C-RASP either)
+""", [(3, 8, "translation invariance")],  # the C-RASP analysis names the failing atom (the select
+        # lowers: keys of finite values against the query position, see keys-against-position)
         [(3, 6, "RASP-L: indices")]),  # RASP-L's own reason covers the whole count
     "mixed-with-positional": ("""\
 alphabet a b
