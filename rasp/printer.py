@@ -52,8 +52,18 @@ def _count(e) -> str:
     return f"#{guard_to_str(e.guard)} {body}" if e.guard else f"#{body}"
 
 
+def _seq(e) -> str:
+    """A sequence argument of a RASP-L primitive: a constant is printed as the ``full(k)`` it was
+    written as (the parser makes both the same node; ``select(tokens, 1, ==)`` read oddly in reasons)."""
+    if type(e) is A.IntConst:
+        return f"full({e.value})"
+    if type(e) is A.Neg and type(e.operand) is A.IntConst:
+        return f"full(-{e.operand.value})"
+    return expr_to_str(e)
+
+
 def _map(e) -> str:
-    args = ", ".join(expr_to_str(a) for a in e.args)
+    args = ", ".join(_seq(a) for a in e.args)
     if len(e.params) == 1:
         return f"map({e.params[0]} -> {rel_to_str(e.body)}, {args})"
     return f"seqmap(({', '.join(e.params)}) -> {rel_to_str(e.body)}, {args})"
@@ -117,8 +127,8 @@ _PRINTERS = {
     A.Tokens: lambda e: "tokens",
     A.Indices: lambda e: "indices",
     A.Map: _map,
-    A.Select: lambda e: f"select({expr_to_str(e.keys)}, {expr_to_str(e.queries)}, {e.op})",
-    A.Aggregate: lambda e: f"aggregate({expr_to_str(e.selector)}, {expr_to_str(e.values)}, {e.reduction}, {e.default})",
+    A.Select: lambda e: f"select({_seq(e.keys)}, {_seq(e.queries)}, {e.op})",
+    A.Aggregate: lambda e: f"aggregate({expr_to_str(e.selector)}, {_seq(e.values)}, {e.reduction}, {e.default})",
     A.SelectorWidth: lambda e: f"selector_width({expr_to_str(e.selector)})",
 }
 

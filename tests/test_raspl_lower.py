@@ -615,3 +615,14 @@ def test_quotients_that_are_not_comparisons_stay_outside():
         # the verdict says it beside RASP-L's reason at the same map (which is about finite domains)
         v = verdict_for_raspl(p)
         assert v.fragment == "none" and any(word in r.message for r in v.reasons), (body, v.reasons)
+
+
+def test_constant_sequences_print_as_written():
+    """full(k) parses to the constant k; as an argument of select, aggregate or map it prints as
+    full(k) again (reasons quoted `select(tokens, 1, ==)`), and the text parses back to the same program."""
+    src = ("alphabet a b\nW = selector_width(select(tokens, full(1), ==))\n"
+           "V = aggregate(select(full(-2), tokens, <), full(3), mean, 0)\nM = map(x -> x + 1, full(-4))\n"
+           "ok = W == 0 && V == 1 && M == -3\n")
+    p = rasp.parse(src)
+    assert str(p) == src
+    assert rasp.parse(str(p)).module == p.module
