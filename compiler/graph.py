@@ -34,7 +34,10 @@ head, or P itself when d = 0) and an integer c. Then
   ``v(j) = sum_k a_k P_k(j) + (c + m + 1/2) bos(j)`` outputs ``(F + c + m + 1/2) / (t + 1)``: the
   attention average is one rounded quotient of an exactly accumulated half-integer, so its sign is
   ``s_m = [F + c + m >= 0]`` in every dtype. A sign group reads ``head - (|c + m| + 1) bos`` (negative
-  at BOS, where the head holds c + m + 1/2, so every sign bool is 0 at BOS). Since s_m is
+  at BOS, where the head holds c + m + 1/2, so every sign bool is 0 at BOS). A sign is made only for
+  a linear form whose first coefficient (lowest node) is positive: ``[F + off >= 0]`` with a
+  negative one is the negated literal of ``[-F - off - 1 >= 0]`` (integers), so ``exists P`` and
+  ``#P == 0`` (``[-#P >= 0]``) read one head. Since s_m is
   monotone in m, ``[F + I + c >= 0] = [I + sum_m s_m >= hi + 1]``: again a threshold function, and
   just ``s_0`` when there is no local part.
 
@@ -838,7 +841,11 @@ class _Builder:
                 return None
             return (s[0], frozenset((k, r) for k in range(ntok) for r in range(s[0])) - s[1])
         if isinstance(e, (A.And, A.Or)):
-            a, b = self.test_pairs(e.left), self.test_pairs(e.right)
+            # the side that is not a reference first: a chain of definitions ``N5 = N6 && !(#... >= 1)``
+            # (a lowered max) is None at its first count, without recursing down the chain
+            first, second = (e.right, e.left) if isinstance(e.left, A.Ref) else (e.left, e.right)
+            a = self.test_pairs(first)
+            b = self.test_pairs(second) if a is not None else None
             if a is None or b is None:
                 return None
             L = math.lcm(a[0], b[0])
@@ -916,15 +923,23 @@ class _Builder:
             return B.truth_table(t.eval, [n for (n, _), _ in t.lits])
         return B.thr_form(t)
 
-    def sign_lit(self, F: dict, off: int, hint, ftext) -> B.Lit:
+    def sign_lit(self, F: dict, off: int, hint, ftext, label=None) -> B.Lit:
         """``s = [F + off >= 0]`` (F a nonzero linear form over count bodies' nodes) as a literal:
         constant when every coefficient has the sign of ``off``, else the sign node of a uniform head
         (see the module docstring). ``hint``, the source comparison, labels the sign when given;
-        ``ftext()`` is F as text."""
+        ``ftext()`` is F as text; ``label()``, when given, labels the sign instead."""
         if off >= 0 and all(v > 0 for v in F.values()):
             return B.TRUE_LIT
         if off < 0 and all(v < 0 for v in F.values()):
             return B.FALSE_LIT
+        if F[min(F)] < 0:
+            # [F + off >= 0] = not [-F - off - 1 >= 0] (integers): a comparison and its negation
+            # (``exists P`` and ``#P == 0``, whose atom is [-#P >= 0]) read one head, whose linear
+            # form starts with a positive coefficient
+            G = {n: -v for n, v in F.items()}
+            node, neg = self.sign_lit(G, -off - 1, None, lambda: _lin_text(G, self.nodes),
+                                      None if hint is None else lambda: f"!({expr_to_str(hint)})")
+            return (node, not neg)
         if abs(off) + sum(map(abs, F.values())) >= HEAD_VALUE_CAP:  # (a cheap bound first: rarely true)
             self.check_value_bound(off, F)
         # canonical linear forms (as make_lin makes them) built directly: BOS is node 0 and F has
@@ -935,7 +950,7 @@ class _Builder:
                           {"value": vlin}, [n for n, _ in vlin])
         y = ((BOS, -(abs(off) + 1)), (head.id, 1))
         sign = self._node("sign", ("sign", y),
-                          lambda: expr_to_str(hint) if hint is not None else f"{ftext()}{_const_text(off)} >= 0",
+                          label or (lambda: expr_to_str(hint) if hint is not None else f"{ftext()}{_const_text(off)} >= 0"),
                           {"input": y}, [head.id, BOS])
         return (sign.id, False)
 

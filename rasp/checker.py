@@ -641,7 +641,7 @@ def render(verdict: Verdict, *, explain: bool = False) -> str:
     if v.self_counts:
         offs += (f" (and offset 0 in {v.self_counts} count{'s' if v.self_counts > 1 else ''}: "
                  "#[j == i] P is '1 if P else 0', not positional)")
-    out.append(f"  local offsets: {offs}")
+    out.append(_wrap(f"local offsets: {offs}"))
     out.append(f"  periods: {', '.join(str(m) for m in v.periods) or 'none'}")
     out.append(f"  depth: {v.depth} (nesting of counts)")
     out.append(f"  counting operations: {v.counts}")

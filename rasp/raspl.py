@@ -795,41 +795,22 @@ def _subst(node, mapping: dict):
     return node
 
 
-class _Beyond:
-    """For a max (min) aggregate over the value cases of ``v``: the values in the order the reduction
-    tries them (largest first for max) and, for each k, "the value is one of the first k": the
-    condition that no selected position has one of the first k values is ``#(pred && beyond(k)) ==
-    0``. Every selector branch asks for the same n - 1 disjunctions, of up to n - 1 cases each, so
-    written out they cost n^2 per branch (n^3 for an aggregate whose branches are the n values of a
-    key: 360 KB of lowered text for raspl_addition_hints.rasp over 16 symbols). Named, they are a
-    chain of helper definitions ``NAME__ge3 = NAME__ge4 || <case 3>`` ("the value is 3 or more", of
-    the cases; ``le`` for min), one case each. A branch whose key predicate and value cases are token tests keeps the written
-    disjunction, whose intersection with the key ``_and`` works out (``"a" && ("a" || "b")`` is
-    ``"a"``)."""
-
-    def __init__(self, low: "_Lowerer", v: Fin, reduction: str):
-        self.low, self.v = low, v
-        self.order = sorted(v.cases, reverse=(reduction == "max"))
-        self.tag = "ge" if reduction == "max" else "le"
-        self.tokens = all(_tokset(c) is not None for c in v.cases.values())
-        self.named: list = [FALSE]  # named[k]: the first k cases, as a reference (k >= 1)
-        self.written: list = [FALSE]
-
-    def expr(self, k: int, pred):
-        if self.tokens and _tokset(pred) is not None:
-            while len(self.written) <= k:
-                self.written.append(_ors(self.v.cases[x] for x in self.order[:len(self.written)]))
-            return self.written[k]
-        while len(self.named) <= k:
-            j = len(self.named)  # the first j cases: the first j - 1 and case j - 1
-            case = self.v.cases[self.order[j - 1]]
-            if j == 1:
-                self.named.append(case)  # one case: nothing to share
-                continue
-            w = self.order[j - 1]
-            tag = f"{self.tag}{w}" if w >= 0 else f"{self.tag}m{-w}"
-            self.named.append(self.low.share(_or(self.named[j - 1], case), tag))
-        return self.named[k]
+def _symvar_names(node) -> set[str]:
+    """The family variables (``SymVar``) anywhere in a lowered expression (iterative; shared
+    subtrees once)."""
+    out: set[str] = set()
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.SymVar):
+            out.add(n.name)
+        elif isinstance(n, (list, tuple)):
+            stack.extend(n)
+        elif dataclasses.is_dataclass(n) and not isinstance(n, type) and id(n) not in seen:
+            seen.add(id(n))
+            stack.extend(getattr(n, f.name) for f in dataclasses.fields(n) if not A.is_span_field(f.name))
+    return out
 
 
 # ============================================================================ lowering: the pass
@@ -1377,18 +1358,17 @@ class _Lowerer:
         if cost > self.cap:
             raise _Fail(f"aggregate over too many cases ({cost} > {self.cap}: lowering size limit)", e)
         pairs = []
-        beyond = _Beyond(self, v, e.reduction)  # shared by every branch
         for b, (qcond, pred, guard) in enumerate(sel.branches):
             q = qcond if qcond is not None else TRUE
             if len(v.cases) > 1 and _tokset(pred) is None and isinstance(pred, (A.Or, A.And)):
                 # a compound key predicate is read once per result value: named once per branch
                 pred = self.share(pred, f"sel{b}")
-            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, beyond).items():
+            self.branch_tag = f"b{b}_" if len(sel.branches) > 1 else ""
+            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one).items():
                 pairs.append((w, _and(q, c)))
         return Fin(A.COUNT, _group(pairs), None)
 
-    def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool,
-               beyond: _Beyond | None = None) -> dict:
+    def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool) -> dict:
         """{result value: condition} of one selector branch (keys with pred and guard)."""
         if pred == FALSE:
             return {default: TRUE}
@@ -1403,13 +1383,27 @@ class _Lowerer:
             for w in values:
                 out[w] = _ge1(c[w]) if len(values) > 1 else nonempty
         elif reduction in ("max", "min"):
-            if beyond is None:
-                beyond = _Beyond(self, v, reduction)
-            for k, w in enumerate(beyond.order):
-                cond = _ge1(c[w])
-                if k:
-                    cond = _and(cond, _eq0(_count(guard, _and(pred, beyond.expr(k, pred)))))
-                out[w] = cond
+            # the value is w_k (in the order tried: largest first for max) iff some selected position
+            # has w_k and none has w_0 .. w_(k-1): one count per value, "none yet" a chain of
+            # negated signs of those same counts (named per branch: NAME__b3_lt5, "every selected
+            # value of branch 3 is below 5"). The cases of v partition the positions, so "nothing
+            # selected" is "none of the values": the default needs no count of its own
+            order = values[::-1] if reduction == "max" else values
+            rel = "lt" if reduction == "max" else "gt"
+            none_yet = TRUE  # no selected position has any of the values tried so far
+            for k, w in enumerate(order):
+                seen = FALSE if c[w] == A.IntConst(0) else _ge1(c[w])
+                if k + 1 == len(order) and (always or w == default):
+                    out[w] = none_yet  # the last value, or nothing selected (never when always)
+                    return out
+                out[w] = _and(seen, none_yet)
+                none_yet = _and(none_yet, _not(seen))
+                if 0 < k + 1 < len(order) and none_yet is not TRUE and isinstance(none_yet, A.And):
+                    tag = f"{rel}{w}" if w >= 0 else f"{rel}m{-w}"
+                    none_yet = self.share(none_yet, f"{self.branch_tag}{tag}")
+            if not always:
+                out[default] = _or(out.get(default, FALSE), none_yet)
+            return out
         else:  # mean, truncated toward zero: S / n with S = sum w * c_w, n = cnt
             lo, hi = values[0], values[-1]
             S = A.IntConst(0)
@@ -1462,6 +1456,8 @@ class _Lowerer:
         definition, so the reference means what ``expr`` means wherever it stands, in a count's body
         too."""
         name, d, refs = self.current
+        if not _symvar_names(expr) <= {p.name for p in d.params}:
+            return expr  # it reads a variable bound inside the definition (any(y, ...)): not shareable
         h = self.helper_name(name, tag)
         self.pending.append(A.Definition(h, d.params, _shallow(expr, _SPAN or d.expr.span), span=d.span))
         return A.Ref(h, refs)

@@ -166,8 +166,20 @@ BRANCH_CAP = 256
 #: the same cap for the checker's analysis (:func:`analysis_caps`), which only reads the normal form:
 #: ``#[i - j <= 1000] P`` is C-RASP[local] (1,001 local counts), a verdict that needs no compiled model
 ANALYSIS_CAP = 4096
-#: (cap, the errors the compiler's cap would have raised) of the analysis in progress
-_branch_cap: contextvars.ContextVar[tuple[int, list]] = contextvars.ContextVar("branch_cap", default=(BRANCH_CAP, []))
+#: the most counts the normal forms of one analysis may write in all (a count's normal form copies
+#: its body into each of its terms, so nested windows multiply: #[i - j <= 1000] (#[i - j <= 1000] P
+#: >= 2) is a million counts, minutes to walk)
+ANALYSIS_BUDGET = 1 << 16
+
+
+@dataclass
+class _Caps:
+    cap: int  # the most branches or local counts of one normal form
+    over: list  # the errors the compiler's cap would have raised (an analysis)
+    used: int = 0  # counts written so far (an analysis)
+
+
+_branch_cap: contextvars.ContextVar[_Caps] = contextvars.ContextVar("branch_cap", default=_Caps(BRANCH_CAP, []))
 
 
 @contextlib.contextmanager
@@ -177,7 +189,7 @@ def analysis_caps():
     Yields a list that collects, for each normal form past :data:`BRANCH_CAP`, the located error the
     compiler gives it."""
     over: list[RaspError] = []
-    token = _branch_cap.set((ANALYSIS_CAP, over))
+    token = _branch_cap.set(_Caps(ANALYSIS_CAP, over))
     try:
         yield over
     finally:
@@ -187,7 +199,8 @@ def analysis_caps():
 def _check_size(n: int, what: str, rel, hint: str) -> None:
     """Refuse a normal form of n branches or offsets past the cap in force; note one past the
     compiler's cap during an analysis."""
-    cap, over = _branch_cap.get()
+    state = _branch_cap.get()
+    cap, over = state.cap, state.over
     span = getattr(rel, "span", None)
     if n > ANALYSIS_CAP:
         limits = f"{ANALYSIS_CAP:,}" if cap == ANALYSIS_CAP else f"{BRANCH_CAP} to compile, {ANALYSIS_CAP:,} to analyse"
@@ -198,6 +211,20 @@ def _check_size(n: int, what: str, rel, hint: str) -> None:
             error.hint = f"{hint}; rasp check gives the verdict up to {ANALYSIS_CAP:,}"
             raise error
         over.append(error)
+
+
+def _spend(terms: int, body: A.Expr, rel) -> None:
+    """Charge an analysis for a normal form of ``terms`` counts of ``body`` (each copies the counts
+    in body); refuse past :data:`ANALYSIS_BUDGET`. The compiler's caps bound it already."""
+    state = _branch_cap.get()
+    if state.cap != ANALYSIS_CAP:
+        return
+    inner = sum(1 for n in A.walk(body) if type(n) is A.Count)
+    state.used += terms * (1 + inner)
+    if state.used > ANALYSIS_BUDGET:
+        raise RaspError(f"the normal forms of this program's counts would write {state.used:,} counts by this one "
+                        f"(at most {ANALYSIS_BUDGET:,} in all): too large to analyse or compile", getattr(rel, "span", None),
+                        "give an inner count of a wide window its own definition, or use narrower windows")
 
 
 def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
@@ -231,6 +258,7 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     groups = list(by_branch.values())
     _check_size(len(groups), f"this count's relation has period {M:,} and {len(groups):,} different branches, "
                 "one per class of residues of i", rel, "use a smaller period")
+    _spend(sum(1 + int(np.count_nonzero(_corrections(t, g[0]))) for g in groups), body, rel)
     branches = [_branch(t, g[0], body) for g in groups]
     if len(groups) > BRANCH_CAP:
         return _branch_tree(M, groups, branches)

@@ -749,7 +749,8 @@ def test_edited_raspl_bounds_and_broken_architectures_are_refused(tmp_path):
             (lambda c: c.update(raspl="x"), "'raspl' is not"),
             (lambda c: c.update(raspl=None), "do not belong together"),
             (lambda c: c["raspl"].update(lowered="exact", max_length=None), "do not belong together"),
-            (lambda c: c["architecture"]["layers"][0]["heads"][0].pop("kind"), "kind None is not uniform or local")]:
+            (lambda c: next(l for l in c["architecture"]["layers"] if l["heads"])["heads"][0].pop("kind"),
+             "kind None is not uniform or local")]:
         edited(change)
         with pytest.raises(rasp.RaspError, match=what):
             compiler.load(path)

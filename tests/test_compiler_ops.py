@@ -554,9 +554,12 @@ def test_layers_size_and_labels():
     s = m.size
     assert (s["layers"], s["heads"]) == (2, 4)
     labels = m.residual_labels
-    assert labels[:4] == ["bos", "real", '"("', '")"'] and "ok" in labels and "D < 0" in labels
+    # D < 0 is the negation of D >= 0's sign (one head for a comparison and its negation)
+    ge = '#"(" - #")" >= 0'
+    assert labels[:4] == ["bos", "real", '"("', '")"'] and "ok" in labels and ge in labels
+    assert "D < 0" not in labels
     enc = {r["label"]: r["encoding"] for r in m.config["residual"]}
-    assert enc["D < 0"] == "bool" and enc["bos"] == "flag"
+    assert enc[ge] == "bool" and enc["bos"] == "flag"
     assert any(e == "frac" for e in enc.values())
     # the sparse weights hold no explicit zeros, so "nonzero" counts what it says
     assert all(np.all(vals != 0) for _, _, vals in m._weights.values())
@@ -575,8 +578,8 @@ def test_layers_size_and_labels():
     assert shape == (3, 4) and idx.tolist() == [[2, 2], [0, 1]] and vals.tolist() == [-1.0, 0.5]
     # the residual stream holds exactly what the labels say
     res = m.residual("( ( ) ) )", dtype="float64")
-    col = labels.index("D < 0")
-    assert list(res[:, col]) == [0, 0, 0, 0, 0, 1]
+    col = labels.index(ge)
+    assert list(res[:, col]) == [0, 1, 1, 1, 1, 0]  # 0 at BOS, as every sign
     # every bool dimension is exactly 0/1, and 0 at BOS
     for k, r in enumerate(m.config["residual"]):
         if r["encoding"] == "bool":

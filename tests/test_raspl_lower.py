@@ -160,6 +160,16 @@ V = aggregate(select(tokens, map(x -> x - 1, indices), ==), tokens, max, 7)
 M = aggregate(select(map(x -> 3 * x, tokens), map(x -> x + 2, indices), >=), tokens, mean, 0)
 ok = W >= 1 && V == 1 || M == 1
 """, "C-RASP"),
+    "aggregate-in-quantifier": ("""\
+// a max whose selector and values read a quantifier's variable: its shared parts (the key predicate
+// of a branch, "none larger yet") are written in place, not named (a helper has only the
+// definition's parameters; naming them was an internal error)
+alphabet 0 1 2 3 4
+P = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, -1)
+ok = any(y, aggregate(select(P, tokens, >), P if Q[y] else tokens, max, -1) == 2)
+S = sum(y, 1 if aggregate(select(map(t -> t + 1, P) if Q[y] else P, tokens, >), tokens, min, 9) == 3 else 0)
+ok2 = ok || S >= 2
+""", "C-RASP[local]"),
     "periodic-mix": ("""\
 // C-RASP and RASP-L mixed: a periodic predicate and a RASP-L shift
 alphabet a b
