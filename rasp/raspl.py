@@ -827,6 +827,8 @@ class _Lowerer:
         self.templates: dict[str, tuple] = {}  # def name -> (param names, abstract value)
         self.taken = set(self.sigs)
         self.helpers: set[str] = set()
+        self.current: tuple = ()  # (name, definition, its parameters as references) being lowered
+        self.pending: list = []  # helper definitions made for it (self.share), emitted before it
 
     # ------------------------------------------------------------------ values
     def count_of(self, v, node=None):
@@ -1363,13 +1365,15 @@ class _Lowerer:
             if len(v.cases) > 1 and _tokset(pred) is None and isinstance(pred, (A.Or, A.And)):
                 # a compound key predicate is read once per result value: named once per branch
                 pred = self.share(pred, f"sel{b}")
-            self.branch_tag = f"b{b}_" if len(sel.branches) > 1 else ""
-            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one).items():
+            branch = f"b{b}_" if len(sel.branches) > 1 else ""
+            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, branch).items():
                 pairs.append((w, _and(q, c)))
         return Fin(A.COUNT, _group(pairs), None)
 
-    def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool) -> dict:
-        """{result value: condition} of one selector branch (keys with pred and guard)."""
+    def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool,
+               branch: str = "") -> dict:
+        """{result value: condition} of one selector branch (keys with pred and guard; ``branch``
+        tags the helpers named for it)."""
         if pred == FALSE:
             return {default: TRUE}
         cnt = _count(guard, pred)
@@ -1398,9 +1402,9 @@ class _Lowerer:
                     return out
                 out[w] = _and(seen, none_yet)
                 none_yet = _and(none_yet, _not(seen))
-                if 0 < k + 1 < len(order) and none_yet is not TRUE and isinstance(none_yet, A.And):
+                if k + 1 < len(order) and isinstance(none_yet, A.And):
                     tag = f"{rel}{w}" if w >= 0 else f"{rel}m{-w}"
-                    none_yet = self.share(none_yet, f"{self.branch_tag}{tag}")
+                    none_yet = self.share(none_yet, f"{branch}{tag}")
             if not always:
                 out[default] = _or(out.get(default, FALSE), none_yet)
             return out
