@@ -1360,20 +1360,21 @@ class _Lowerer:
         if cost > self.cap:
             raise _Fail(f"aggregate over too many cases ({cost} > {self.cap}: lowering size limit)", e)
         pairs = []
+        inner = bound - {p.name for p in self.current[1].params}  # quantifier variables in scope
         for b, (qcond, pred, guard) in enumerate(sel.branches):
             q = qcond if qcond is not None else TRUE
             if len(v.cases) > 1 and _tokset(pred) is None and isinstance(pred, (A.Or, A.And)):
                 # a compound key predicate is read once per result value: named once per branch
-                pred = self.share(pred, f"sel{b}")
+                pred = self.share(pred, f"sel{b}", inner)
             branch = f"b{b}_" if len(sel.branches) > 1 else ""
-            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, branch).items():
+            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, branch, inner).items():
                 pairs.append((w, _and(q, c)))
         return Fin(A.COUNT, _group(pairs), None)
 
     def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool,
-               branch: str = "") -> dict:
+               branch: str = "", inner: frozenset = frozenset()) -> dict:
         """{result value: condition} of one selector branch (keys with pred and guard; ``branch``
-        tags the helpers named for it)."""
+        tags the helpers named for it, ``inner`` as for :meth:`share`)."""
         if pred == FALSE:
             return {default: TRUE}
         cnt = _count(guard, pred)
@@ -1404,7 +1405,7 @@ class _Lowerer:
                 none_yet = _and(none_yet, _not(seen))
                 if k + 1 < len(order) and isinstance(none_yet, A.And):
                     tag = f"{rel}{w}" if w >= 0 else f"{rel}m{-w}"
-                    none_yet = self.share(none_yet, f"{branch}{tag}")
+                    none_yet = self.share(none_yet, f"{branch}{tag}", inner)
             if not always:
                 out[default] = _or(out.get(default, FALSE), none_yet)
             return out
@@ -1453,14 +1454,15 @@ class _Lowerer:
         self.helpers.add(out)
         return out
 
-    def share(self, expr, tag: str):
+    def share(self, expr, tag: str, inner: frozenset = frozenset()):
         """A reference to a new bool helper definition ``NAME__tag`` holding ``expr`` (NAME the
         definition being lowered, with its family parameters): an expression the lowering would
         otherwise write many times is written once. It is evaluated at each position like any
         definition, so the reference means what ``expr`` means wherever it stands, in a count's body
-        too."""
+        too. ``inner``: the variables bound inside the definition (by any/all/sum) where expr stands,
+        which a helper cannot take."""
         name, d, refs = self.current
-        if not _symvar_names(expr) <= {p.name for p in d.params}:
+        if inner and _symvar_names(expr) & inner:
             return expr  # it reads a variable bound inside the definition (any(y, ...)): not shareable
         h = self.helper_name(name, tag)
         self.pending.append(A.Definition(h, d.params, _shallow(expr, _SPAN or d.expr.span), span=d.span))
