@@ -813,6 +813,37 @@ def _symvar_names(node) -> set[str]:
     return out
 
 
+class _Beyond:
+    """For a max (min) aggregate over the value cases of ``v``: the values in the order the reduction
+    tries them (largest first for max) and, for each k, the disjunction of the first k cases ("the
+    value is one of w_0 .. w_(k-1)"), which a selector branch counts under its key predicate. Every
+    branch asks for the same n - 1 disjunctions, of up to n cases each, so written out they cost n^2
+    per branch (n^3 for an aggregate whose branches are the n values of a key: 360 KB of lowered
+    text for raspl_addition_hints.rasp over 16 symbols). Named, they are a chain of helper
+    definitions ``NAME__ge3 = NAME__ge4 || <case 3>`` ("the value is 3 or more", of the cases;
+    ``le`` for min), one case each; written in place where they read a quantifier's variable
+    (``inner``, see :meth:`_Lowerer.share`)."""
+
+    def __init__(self, low: "_Lowerer", v: Fin, reduction: str, inner: frozenset):
+        self.low, self.v, self.inner = low, v, inner
+        self.order = sorted(v.cases, reverse=(reduction == "max"))
+        self.tag = "ge" if reduction == "max" else "le"
+        self.tokens = all(_tokset(c) is not None for c in v.cases.values())
+        self.named: list = [FALSE]  # named[k]: the first k cases, as a reference (k >= 1)
+
+    def expr(self, k: int):
+        while len(self.named) <= k:
+            j = len(self.named)  # the first j cases: the first j - 1 and case j - 1
+            case = self.v.cases[self.order[j - 1]]
+            if j == 1:
+                self.named.append(case)  # one case: nothing to share
+                continue
+            w = self.order[j - 1]
+            tag = f"{self.tag}{w}" if w >= 0 else f"{self.tag}m{-w}"
+            self.named.append(self.low.share(_or(self.named[j - 1], case), tag, self.inner))
+        return self.named[k]
+
+
 # ============================================================================ lowering: the pass
 class _Lowerer:
     def __init__(self, program: Program, max_length: int | None = None):
@@ -1361,18 +1392,20 @@ class _Lowerer:
             raise _Fail(f"aggregate over too many cases ({cost} > {self.cap}: lowering size limit)", e)
         pairs = []
         inner = bound - {p.name for p in self.current[1].params}  # quantifier variables in scope
+        beyond = _Beyond(self, v, e.reduction, inner)  # shared by every branch
         for b, (qcond, pred, guard) in enumerate(sel.branches):
             q = qcond if qcond is not None else TRUE
             if len(v.cases) > 1 and _tokset(pred) is None and isinstance(pred, (A.Or, A.And)):
                 # a compound key predicate is read once per result value: named once per branch
                 pred = self.share(pred, f"sel{b}", inner)
             branch = f"b{b}_" if len(sel.branches) > 1 else ""
-            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, branch, inner).items():
+            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, beyond, branch,
+                                    inner).items():
                 pairs.append((w, _and(q, c)))
         return Fin(A.COUNT, _group(pairs), None)
 
     def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool,
-               branch: str = "", inner: frozenset = frozenset()) -> dict:
+               beyond: _Beyond | None = None, branch: str = "", inner: frozenset = frozenset()) -> dict:
         """{result value: condition} of one selector branch (keys with pred and guard; ``branch``
         tags the helpers named for it, ``inner`` as for :meth:`share`)."""
         if pred == FALSE:
@@ -1388,26 +1421,44 @@ class _Lowerer:
             for w in values:
                 out[w] = _ge1(c[w]) if len(values) > 1 else nonempty
         elif reduction in ("max", "min"):
-            # the value is w_k (in the order tried: largest first for max) iff some selected position
-            # has w_k and none has w_0 .. w_(k-1): one count per value, "none yet" a chain of
-            # negated signs of those same counts (named per branch: NAME__b3_lt5, "every selected
-            # value of branch 3 is below 5"). The cases of v partition the positions, so "nothing
-            # selected" is "none of the values": the default needs no count of its own
-            order = values[::-1] if reduction == "max" else values
-            rel = "lt" if reduction == "max" else "gt"
-            none_yet = TRUE  # no selected position has any of the values tried so far
+            order = values[::-1] if reduction == "max" else values  # the order the values are tried
+            last = len(order) - 1
+            if _tokset(pred) is not None and beyond is not None and beyond.tokens:
+                # token keys and token values: the count of value w is #"w" (or nothing), the same in
+                # every branch; the value is w_k iff w_k is selected and none of w_0 .. w_(k-1) is,
+                # "none yet" a chain of negated signs of those shared counts (named per branch:
+                # NAME__b3_lt5, "no selected value of 5 or more")
+                rel = "lt" if reduction == "max" else "gt"
+                none_yet = TRUE
+                for k, w in enumerate(order):
+                    seen = FALSE if c[w] == A.IntConst(0) else _ge1(c[w])
+                    if k == last and (always or w == default):
+                        out[w] = none_yet  # the last value, or nothing selected (never when always)
+                        return out
+                    out[w] = _and(seen, none_yet)
+                    none_yet = _and(none_yet, _not(seen))
+                    if k < last and isinstance(none_yet, A.And):
+                        tag = f"{rel}{w}" if w >= 0 else f"{rel}m{-w}"
+                        none_yet = self.share(none_yet, f"{branch}{tag}", inner)
+                if not always:
+                    out[default] = _or(out.get(default, FALSE), none_yet)
+                return out
+            # otherwise one count per value, of "a selected position has one of w_0 .. w_k"
+            # (the disjunction named once for every branch, NAME__ge5): the value is w_k iff
+            # that holds and the count up to w_(k-1) does not, two signs whatever k is (a chain
+            # of negated signs made conjunctions of up to n literals, which a key that is not a
+            # token cannot tell apart across branches: raspl_addition_hints took 20 s)
+            if beyond is None:
+                beyond = _Beyond(self, v, reduction, inner)
+            reached = [_ge1(c[order[0]])] + [_ge1(_count(guard, _and(pred, beyond.expr(k + 1))))
+                                             for k in range(1, last)] + [nonempty]
             for k, w in enumerate(order):
-                seen = FALSE if c[w] == A.IntConst(0) else _ge1(c[w])
-                if k + 1 == len(order) and (always or w == default):
-                    out[w] = none_yet  # the last value, or nothing selected (never when always)
+                if k == last and (always or w == default):
+                    out[w] = _not(reached[k - 1]) if k else TRUE  # the last value, or nothing selected
                     return out
-                out[w] = _and(seen, none_yet)
-                none_yet = _and(none_yet, _not(seen))
-                if k + 1 < len(order) and isinstance(none_yet, A.And):
-                    tag = f"{rel}{w}" if w >= 0 else f"{rel}m{-w}"
-                    none_yet = self.share(none_yet, f"{branch}{tag}", inner)
+                out[w] = _and(reached[k], _not(reached[k - 1])) if k else reached[0]
             if not always:
-                out[default] = _or(out.get(default, FALSE), none_yet)
+                out[default] = _or(out.get(default, FALSE), _not(reached[last]))
             return out
         else:  # mean, truncated toward zero: S / n with S = sum w * c_w, n = cnt
             lo, hi = values[0], values[-1]

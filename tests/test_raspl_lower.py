@@ -170,6 +170,15 @@ ok = any(y, aggregate(select(P, tokens, >), P if Q[y] else tokens, max, -1) == 2
 S = sum(y, 1 if aggregate(select(map(t -> t + 1, P) if Q[y] else P, tokens, >), tokens, min, 9) == 3 else 0)
 ok2 = ok || S >= 2
 """, "C-RASP[local]"),
+    "max-min-token-keys": ("""\
+// token keys and token values: the count of value w is #"w" in every branch, and "none larger yet"
+// is a chain of their negated signs; a default outside the values (-1) and one that is the last
+// value tried (0 for max)
+alphabet 0 1 2 3 4 5
+NXT = aggregate(select(tokens, tokens, >), tokens, min, -1)
+PRV = aggregate(select(tokens, tokens, <), tokens, max, 0)
+ok = NXT == 3 || PRV == 2 || NXT == -1 && PRV == 0
+""", "C-RASP"),
     "periodic-mix": ("""\
 // C-RASP and RASP-L mixed: a periodic predicate and a RASP-L shift
 alphabet a b
