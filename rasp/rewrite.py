@@ -245,20 +245,22 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     if t is None:
         return None
     M, T = t.period, t.window
-    most_local = 0  # local counts of the largest branch
     # residues of i whose branches are equal share one (#[j % 300 == 0] P is one branch)
     by_branch: dict[tuple, list[int]] = {}
+    n_local: dict[tuple, int] = {}  # a branch's local counts: one per offset whose correction is not 0
     for ri in range(M):
         corr = _corrections(t, ri)
-        # one local count per offset whose correction is not 0 (#[i - j == 300] has one, at d = 300)
-        most_local = max(most_local, int(np.count_nonzero(corr)))
-        by_branch.setdefault((t.far[ri].tobytes(), corr.tobytes()), []).append(ri)
+        key = (t.far[ri].tobytes(), corr.tobytes())
+        if key not in by_branch:
+            by_branch[key], n_local[key] = [], int(np.count_nonzero(corr))  # (#[i - j == 300]: one, d = 300)
+        by_branch[key].append(ri)
+    most_local = max(n_local.values())
     _check_size(most_local, f"this count's relation needs {most_local:,} local counts (one per offset of its "
                 "window where the far part does not already count j)", rel, "use a narrower window")
     groups = list(by_branch.values())
     _check_size(len(groups), f"this count's relation has period {M:,} and {len(groups):,} different branches, "
                 "one per class of residues of i", rel, "use a smaller period")
-    _spend(sum(1 + int(np.count_nonzero(_corrections(t, g[0]))) for g in groups), body, rel)
+    _spend(sum(1 + k for k in n_local.values()), body, rel)
     branches = [_branch(t, g[0], body) for g in groups]
     if len(groups) > BRANCH_CAP:
         return _branch_tree(M, groups, branches)
