@@ -822,7 +822,9 @@ class _Beyond:
     text for raspl_addition_hints.rasp over 16 symbols). Named, they are a chain of helper
     definitions ``NAME__ge3 = NAME__ge4 || <case 3>`` ("the value is 3 or more", of the cases;
     ``le`` for min), one case each; written in place where they read a quantifier's variable
-    (``inner``, see :meth:`_Lowerer.share`)."""
+    (``inner``, see :meth:`_Lowerer.share`), and where they and the key predicate are token tests,
+    whose intersection ``_and`` works out (a count of ``"a" || "b"``, the same in every branch
+    with those tokens; named, each branch had a count of its own)."""
 
     def __init__(self, low: "_Lowerer", v: Fin, reduction: str, inner: frozenset):
         self.low, self.v, self.inner = low, v, inner
@@ -831,7 +833,11 @@ class _Beyond:
         self.tokens = all(_tokset(c) is not None for c in v.cases.values())
         self.named: list = [FALSE]  # named[k]: the first k cases, as a reference (k >= 1)
 
-    def expr(self, k: int):
+    def expr(self, k: int, pred):
+        if _tokset(pred) is not None and all(_tokset(self.v.cases[w]) is not None for w in self.order[:k]):
+            # token keys and token cases: written out, so that ``_and`` intersects them with the
+            # key's tokens (a count of "a" || "b", shared by every branch with those tokens)
+            return _ors(self.v.cases[w] for w in self.order[:k])
         while len(self.named) <= k:
             j = len(self.named)  # the first j cases: the first j - 1 and case j - 1
             case = self.v.cases[self.order[j - 1]]
@@ -1450,7 +1456,7 @@ class _Lowerer:
             # token cannot tell apart across branches: raspl_addition_hints took 20 s)
             if beyond is None:
                 beyond = _Beyond(self, v, reduction, inner)
-            reached = [_ge1(c[order[0]])] + [_ge1(_count(guard, _and(pred, beyond.expr(k + 1))))
+            reached = [_ge1(c[order[0]])] + [_ge1(_count(guard, _and(pred, beyond.expr(k + 1, pred))))
                                              for k in range(1, last)] + [nonempty]
             for k, w in enumerate(order):
                 if k == last and (always or w == default):
