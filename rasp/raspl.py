@@ -1720,13 +1720,31 @@ def _within(inner, outer) -> bool:
             and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column))
 
 
+def lowered_verdict(program: Program, lowered: Program, name: str, task):
+    """The verdict of a RASP-L program that lowers to ``lowered``, when that is in C-RASP[periodic,
+    local] (else None): the lowered program's, with the proof and the task's published result
+    (``task``, a :class:`rasp.checker.TaskResult` or None)."""
+    from . import checker
+    from .rewrite import rewrite_module
+
+    v = checker.check(lowered, name=name, with_task=False)
+    if not v.in_class:
+        return None
+    proof = rewrite_module(lowered.module)
+    by_name = {s.name: s for s in proof.statements if isinstance(s, A.Definition)}
+    rewrites = tuple((s, by_name[s.name]) for s in program.module.statements
+                     if isinstance(s, A.Definition) and s.name in by_name and by_name[s.name] != s)
+    return dataclasses.replace(v, rewritten=proof, rewrites=rewrites, task=task, source=program.source)
+
+
 def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, with_task: bool = True,
-                      base=None):
+                      base=None, lowering=None):
     """The checker's verdict (:class:`rasp.checker.Verdict`) for a program that may use RASP-L.
 
     ``base``: the verdict :func:`rasp.checker.check` computed before looking at RASP-L (pass it when
     calling from inside ``check``, which avoids a second analysis and any recursion); by default it is
-    computed here with ``check(program, name=name, task=task, with_task=with_task)``. Wiring into
+    computed here with ``check(program, name=name, task=task, with_task=with_task)``. ``lowering``:
+    :func:`lower_explained`'s result when the caller has it. Wiring into
     ``check``, at its RASP-L extension point::
 
         verdict = Verdict(...)                     # as computed now
@@ -1756,16 +1774,11 @@ def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, w
         base = checker.check(program, name=name, task=task, with_task=with_task)
     if not uses_raspl(program):
         return base
-    lowered, why = lower_explained(program)
+    lowered, why = lowering if lowering is not None else lower_explained(program)
     if lowered is not None:
-        v = checker.check(lowered, name=base.program, with_task=False)
-        if v.in_class:
-            proof = rewrite_module(lowered.module)
-            by_name = {s.name: s for s in proof.statements if isinstance(s, A.Definition)}
-            rewrites = tuple((s, by_name[s.name]) for s in program.module.statements
-                             if isinstance(s, A.Definition) and s.name in by_name and by_name[s.name] != s)
-            return dataclasses.replace(v, rewritten=proof, rewrites=rewrites, task=base.task,
-                                       source=program.source)
+        v = lowered_verdict(program, lowered, base.program, base.task)
+        if v is not None:
+            return v
     reasons = conformance(program)  # covers C-RASP guards too (non-local ones compute on indices)
     if reasons:
         fragment = "none"
