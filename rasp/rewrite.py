@@ -244,7 +244,7 @@ def normalize_count(rel: A.PosExpr, body: A.Expr) -> A.Expr | None:
     t = regular_table(rel)
     if t is None:
         return None
-    M, T = t.period, t.window
+    M = t.period
     # residues of i whose branches are equal share one (#[j % 300 == 0] P is one branch)
     by_branch: dict[tuple, list[int]] = {}
     n_local: dict[tuple, int] = {}  # a branch's local counts: one per offset whose correction is not 0
