@@ -558,7 +558,7 @@ def _check(program: Program, name: str | None, task, with_task: bool, over: list
 
             if raspl.uses_raspl(program):
                 # a RASP-L program that lowers into the class has the lowered program's verdict: the
-                # facts of this one would be thrown away (0.35 s of raspl_count.rasp's 0.8 s)
+                # facts of this one would be thrown away (rasp check raspl_count.rasp: 2.1 -> 1.8 s)
                 lowering = raspl.lower_explained(program)
                 if lowering[0] is not None:
                     v = raspl.lowered_verdict(program, lowering[0], name or program.filename or "<program>",

@@ -795,16 +795,19 @@ def _subst(node, mapping: dict):
     return node
 
 
-def _symvar_names(node) -> set[str]:
-    """The family variables (``SymVar``) anywhere in a lowered expression (iterative; shared
-    subtrees once)."""
+def _names_read(node) -> set[str]:
+    """The names a lowered expression reads: family variables (``SymVar``, as in ``Q[y]``) and
+    references (a symbol comparison ``y < "2"`` reads its variable as a bare ``Ref``; iterative,
+    shared subtrees once)."""
     out: set[str] = set()
     seen: set[int] = set()
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, A.SymVar):
+        if isinstance(n, (A.SymVar, A.Ref)):
             out.add(n.name)
+            if isinstance(n, A.Ref):
+                stack.extend(n.indices)
         elif isinstance(n, (list, tuple)):
             stack.extend(n)
         elif dataclasses.is_dataclass(n) and not isinstance(n, type) and id(n) not in seen:
@@ -1411,9 +1414,10 @@ class _Lowerer:
         return Fin(A.COUNT, _group(pairs), None)
 
     def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool,
-               beyond: _Beyond | None = None, branch: str = "", inner: frozenset = frozenset()) -> dict:
-        """{result value: condition} of one selector branch (keys with pred and guard; ``branch``
-        tags the helpers named for it, ``inner`` as for :meth:`share`)."""
+               beyond: _Beyond, branch: str, inner: frozenset) -> dict:
+        """{result value: condition} of one selector branch (keys with pred and guard; ``beyond``
+        the aggregate's shared disjunctions, ``branch`` tags the helpers named for this branch,
+        ``inner`` as for :meth:`share`)."""
         if pred == FALSE:
             return {default: TRUE}
         cnt = _count(guard, pred)
@@ -1429,7 +1433,7 @@ class _Lowerer:
         elif reduction in ("max", "min"):
             order = values[::-1] if reduction == "max" else values  # the order the values are tried
             last = len(order) - 1
-            if _tokset(pred) is not None and beyond is not None and beyond.tokens:
+            if _tokset(pred) is not None and beyond.tokens:
                 # token keys and token values: the count of value w is #"w" (or nothing), the same in
                 # every branch; the value is w_k iff w_k is selected and none of w_0 .. w_(k-1) is,
                 # "none yet" a chain of negated signs of those shared counts (named per branch:
@@ -1454,8 +1458,6 @@ class _Lowerer:
             # that holds and the count up to w_(k-1) does not, two signs whatever k is (a chain
             # of negated signs made conjunctions of up to n literals, which a key that is not a
             # token cannot tell apart across branches: raspl_addition_hints took 20 s)
-            if beyond is None:
-                beyond = _Beyond(self, v, reduction, inner)
             reached = [_ge1(c[order[0]])] + [_ge1(_count(guard, _and(pred, beyond.expr(k + 1, pred))))
                                              for k in range(1, last)] + [nonempty]
             for k, w in enumerate(order):
@@ -1519,7 +1521,7 @@ class _Lowerer:
         too. ``inner``: the variables bound inside the definition (by any/all/sum) where expr stands,
         which a helper cannot take."""
         name, d, refs = self.current
-        if inner and _symvar_names(expr) & inner:
+        if inner and _names_read(expr) & inner:
             return expr  # it reads a variable bound inside the definition (any(y, ...)): not shareable
         h = self.helper_name(name, tag)
         self.pending.append(A.Definition(h, d.params, _shallow(expr, _SPAN or d.expr.span), span=d.span))
@@ -1752,7 +1754,9 @@ def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, w
             return raspl.verdict_for_raspl(program, base=verdict)
         return verdict
 
-    (the lowered program has no RASP-L primitive, so checking it does not come back here).
+    (the lowered program has no RASP-L primitive, so checking it does not come back here). ``check``
+    first tries :func:`lowered_verdict` on its own, before the facts of a base verdict it would not
+    need.
 
     * no RASP-L primitive: exactly ``rasp.checker.check(program)``;
     * it lowers (:func:`lower`) and the lowered program is in C-RASP[periodic, local]: the lowered

@@ -168,7 +168,9 @@ alphabet 0 1 2 3 4
 P = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, -1)
 ok = any(y, aggregate(select(P, tokens, >), P if Q[y] else tokens, max, -1) == 2)
 S = sum(y, 1 if aggregate(select(map(t -> t + 1, P) if Q[y] else P, tokens, >), tokens, min, 9) == 3 else 0)
-ok2 = ok || S >= 2
+// a symbol comparison reads its variable as a name, not as Q[y]
+R = any(y, aggregate(select(P, tokens, >), map(t -> t + 1, tokens) if y < "2" else P, max, -1) == 2)
+ok2 = ok || S >= 2 || R
 """, "C-RASP[local]"),
     "max-min-token-keys": ("""\
 // token keys and token values: the count of value w is #"w" in every branch, and "none larger yet"
