@@ -211,6 +211,7 @@ class _Builder:
         self._or_memo: dict = {}  # (form, form) -> their or
         self._pairs: dict = {}
         self._walks: dict = {}  # (chain, paths) -> chain_walk's levels
+        self._runs: dict = {}  # id of a walk's level list -> its token runs (_token_runs)
         self._req: dict = {}  # threshold term -> what terms_exclusive needs of it
         self._token_lits: set = set()  # (token node, False): a token's positive literal
         self._periodic_lits: set = set()  # both literals of every periodic node
@@ -672,17 +673,97 @@ class _Builder:
         then the tests and the conditionals bottom up (:meth:`cond_form`): the order in which the
         recursion makes nodes, so the model is the same."""
         levels = []
+        nonfalse = [-1]  # the levels whose branch is not FALSE, in order, after a sentinel
         walk, nxt, p_else = self.chain_walk(e, decision)
+        FALSE = B.FALSE
         for e, p_then in walk:
             then = e.then
             if not rest and type(then) is A.IntConst:  # a constant branch: what ge0 would find
-                levels.append((e, self.leaf({}, c + k * then.value, p_then, eq)))
+                v = c + k * then.value
+                if v == 0 if eq else v >= 0:
+                    a = self.leaf({}, v, p_then, eq)
+                else:  # leaf's FALSE, without the call (most levels, for all but one constant)
+                    self.leaves += 1
+                    a = FALSE if self.leaves <= LEAF_CAP else self.leaf({}, v, p_then, eq)
             else:
-                levels.append((e, self.ge0(*self._with(rest, c, then, k), p_then, eq)))
+                a = self.ge0(*self._with(rest, c, then, k), p_then, eq)
+            if a != FALSE:
+                nonfalse.append(len(levels))
+            levels.append((e, a))
         b = self.ge0(*self._with(rest, c, nxt, k), p_else, eq)
-        for e, a in reversed(levels):
+        runs = None
+        top = len(levels) - 1
+        while top >= 0:
+            e, a = levels[top]
+            if a == FALSE:
+                # levels with a FALSE branch, from the next one up that is not FALSE, to top
+                while nonfalse[-1] > top:
+                    nonfalse.pop()
+                low = nonfalse[-1] + 1
+                if b == FALSE:  # FALSE if t else FALSE: cond_form returns FALSE at every level
+                    b, top = a, low - 1
+                    continue
+                if runs is None:
+                    runs = self._token_runs(walk)
+                skip = self._excluded_run(runs, low, top, b) if runs else top + 1
+                if skip <= top:
+                    top = skip - 1
+                    continue
             b = self.cond_form(e, a, b)
+            top -= 1
         return b
+
+    def _token_runs(self, walk):
+        """For :meth:`cond_chain`'s fold: (per level, the token node of its test when that test is a
+        written token, else None; per level, the first level of the run of token tests it ends),
+        or () until every such token has a node (so skipping a level never skips making one)."""
+        key = id(walk)
+        hit = self._runs.get(key)
+        if hit is not None:
+            return hit
+        toks = []
+        for e, _ in walk:
+            if type(e.test) is A.Tok:
+                n = self.keys.get(("token", e.test.symbol.value))
+                if n is None:
+                    return ()  # not cached: a later fold may find the node made
+                toks.append(n)
+            else:
+                toks.append(None)
+        starts, start = [], 0
+        for i, t in enumerate(toks):
+            if t is None:
+                start = i + 1
+            starts.append(start)
+        hit = self._runs[key] = (toks, starts)
+        return hit
+
+    def _excluded_run(self, runs, low: int, top: int, b: Form) -> int:
+        """The lowest level L >= low such that :meth:`cond_form` of every level L..top, each with a
+        FALSE branch, returns b unchanged (top + 1 if none). That holds at a level whose test is a
+        token t when every term of b requires a positive token other than t (or two tokens): then
+        :func:`~.boolean.f_cond` finds ``t and FALSE`` FALSE and every term of b exclusive of t
+        (:meth:`terms_exclusive`'s first test), and returns b's terms as they are. One lowered value
+        compared with every family instance's constant thus costs the levels around the matching
+        ones, not the whole chain per instance."""
+        if b.neg or not b.terms or len(b.terms) > B.TERM_CAP:
+            return top + 1
+        toks, starts = runs
+        low = max(low, starts[top])
+        if toks[top] is None:
+            return top + 1
+        single = set()  # the one token some term of b requires
+        for u in b.terms:
+            tu = self._required(u)[1]
+            if not tu:
+                return top + 1
+            if len(tu) == 1:
+                single |= tu
+        if single:  # those tokens' levels end the run (below them the test is the term's token)
+            for L in range(top, low - 1, -1):
+                if toks[L] in single:
+                    return L + 1
+        return low
 
     def chain_walk(self, e: A.Cond, decision) -> tuple:
         """The levels :meth:`cond_chain` takes from ``e`` on, given :meth:`decide`'s ``decision`` on

@@ -260,10 +260,22 @@ class _Expander:
             return A.Not(x(e.operand, env), span=sp)
         if kind is A.Quant:
             parts = [self.expr(e.body, {**env, e.var: a}) for a in self.alphabet]
+            if e.op == "sum" and all(type(p) is A.IntConst for p in parts):
+                # a sum of constants (``sum(y, 1 if y < x else 0)``, a symbol's code) is its value:
+                # kept as a chain, every later pass would add it up again (150 x 150 terms in
+                # raspl_count.rasp's CODE family)
+                return A.IntConst(sum(p.value for p in parts), span=sp)
             node = {"any": A.Or, "all": A.And, "sum": A.Add}[e.op]
             return self.chain(node, parts, sp)
         if kind is A.Cond:
-            return A.Cond(x(e.test, env), x(e.then, env), x(e.other, env), span=sp)
+            test = x(e.test, env)
+            then, other = e.then, e.other
+            if type(test) is A.BoolConst and type(then) is type(other) and type(then) in (A.IntConst, A.BoolConst):
+                # a symbol comparison decided a choice between two constants: nothing but the
+                # constant is left to compute (a branch that computes something is kept, so every
+                # operation the program writes is still seen by the checker)
+                return then if test.value else other
+            return A.Cond(test, x(then, env), x(other, env), span=sp)
         if kind is A.Scale:
             return A.Scale(e.k, x(e.operand, env), span=sp)
         if kind is A.Neg:

@@ -185,6 +185,42 @@ def test_split_by_token_is_used_and_linear():
     assert calls["decide"] < 12 * 12 * 4  # was cubic: about 12^3 = 1,728 decisions
 
 
+def test_a_skipped_run_of_token_levels_is_what_the_fold_returns():
+    """cond_chain skips the levels of a run of token tests whose branch is FALSE when ``cond_form``
+    would return b unchanged at each (``_Builder._excluded_run``). Checked level by level against
+    cond_form for forms b that require a token outside the run, inside it (the run stops above that
+    token's level: there the fold makes ``not t and b``), two tokens, or no token, on a chain of
+    token tests and on one with a periodic test inside (a run stops there, also where the fold would
+    keep b: the skip is allowed to stop early, never late)."""
+    core = rasp.parse('alphabet a b c d\nV = 0 if "a" else 1 if "b" else 2 if "c" else 3\n'
+                      'W = 0 if "a" else 1 if pos[i % 2 == 0] else 2 if "b" else 3\n'
+                      'X = V == #"d" && W == #"c"\noutput accept X').core
+    builder = G._Builder(core)
+    tok = {s: builder.token_form(s) for s in "abcd"}
+    lit = {s: f.terms[0].lits[0][0] for s, f in tok.items()}
+    bs = {"d": tok["d"], "b": tok["b"], "a and b": B.Form((B.make_thr({lit["a"]: 1, lit["b"]: 1}, 2),)),
+          "b or d": B.f_or(builder, tok["b"], tok["d"]), "no token": B.lit_form(builder.periodic(2, frozenset({1})))}
+    for chain, starts in [("V", [0, 0, 0]), ("W", [0, 2, 2])]:
+        e = next(d.expr for d in core.defs if d.name == chain)
+        walk, _, _ = builder.chain_walk(e, builder.decide(e.test, builder.start_path()))
+        runs = builder._token_runs(walk)
+        assert runs and runs[1] == starts
+        for name, b in bs.items():
+            for top in range(3):
+                for low in range(top + 1):
+                    skip = builder._excluded_run(runs, low, top, b)
+                    assert low <= skip <= top + 1
+                    for level in range(top, skip - 1, -1):  # every skipped level returns b itself
+                        assert builder.cond_form(walk[level][0], B.FALSE, b) == b, (chain, name, level)
+                    if skip > low and chain == "V":  # a stop inside a token run is needed: it changes b
+                        assert builder.cond_form(walk[skip - 1][0], B.FALSE, b) != b, (chain, name, skip)
+    assert builder._excluded_run(runs, 0, 2, tok["d"]) == 2  # W: the periodic test ends the run
+    e = next(d.expr for d in core.defs if d.name == "V")
+    runs = builder._token_runs(builder.chain_walk(e, builder.decide(e.test, builder.start_path()))[0])
+    assert builder._excluded_run(runs, 0, 2, tok["d"]) == 0
+    assert builder._excluded_run(runs, 0, 2, tok["b"]) == 2
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs(alphabet=("a", "b", "c"), fragment="C-RASP[periodic,local]", max_depth=3, max_size=24))
 def test_shortcuts_on_random_programs(program):

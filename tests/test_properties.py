@@ -144,6 +144,26 @@ def test_expansion_does_not_share_symbol_comparisons():
         assert repr(shared) == repr(plain), src
 
 
+def test_expansion_folds_constants_a_symbol_comparison_decides():
+    """A choice between two constants that a symbol comparison decides is the chosen constant, and
+    a ``sum`` of constants is its value (``CODE[x]`` is x's code, not 150 conditionals); a branch
+    that computes something is kept, so the checker still sees every operation written."""
+    p = rasp.parse('alphabet a b c\nCODE[x] = sum(y, 1 if y < x else 0)\n'
+                   'K[x] = (#"a" if x < "b" else 2) + sum(y, 3 if y == x else #"b")\n'
+                   'P[x] = #"a" == CODE[x] && K[x] > 0\noutput generate P')
+    d = {c.name: c.expr for c in p.core.defs}
+    assert [d[f"CODE[{x}]"] for x in "abc"] == [A.IntConst(k) for k in range(3)]
+    ka = d["K[a]"]
+    assert isinstance(ka.left, A.Cond) and ka.left.test == A.BoolConst(True)
+    assert "3" in expr_to_str(ka.right) and '#"b"' in expr_to_str(ka.right)
+    for word in ["a", "abca", "ccab", "bbbb"]:
+        values = naive_values(p.core, list(word))
+        for i in range(len(word)):
+            na, nb = word[: i + 1].count("a"), word[: i + 1].count("b")
+            assert [values[f"K[{x}]"][i] for x in "abc"] == [na + 3 + 2 * nb, 2 + 3 + 2 * nb, 2 + 3 + 2 * nb]
+            assert [values[f"P[{x}]"][i] for x in "abc"] == [na == k for k in range(3)]
+
+
 def test_family_instances_share_what_does_not_depend_on_the_symbols():
     """The point of the sharing: a subtree that reads no family variable is one object in every
     instance (the compiler's graph memoizes by identity), also under a quantifier."""
