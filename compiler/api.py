@@ -494,6 +494,15 @@ def _load(directory: str | Path) -> CompiledModel:
     if problem:
         raise RaspError(f"{cfg_file}: the architecture is malformed: {problem}",
                         hint="rewrite the model with: rasp compile PROGRAM -o DIR")
+    # the widths the program fixes: a forged count would only size a dense buffer at run time
+    # (n_outputs = 10^9 asked for 128 GB in the readout, n_symbols = 10^9 for 8 GB per embedding)
+    for what, n, want in (("n_symbols", arch["n_symbols"], len(config["symbols"])),
+                          ("bos_id", arch["bos_id"], len(config["symbols"])),
+                          ("n_outputs", arch["n_outputs"], len(config["output"]["names"]))):
+        if n != want:
+            raise RaspError(f"{cfg_file}: the architecture's {what} is {n:,}, not {want:,} (the model's number of "
+                            f"{'outputs' if what == 'n_outputs' else 'symbols'}; edited)",
+                            hint="rewrite the model with: rasp compile PROGRAM -o DIR")
     shapes = expected_shapes(arch)
     if len(config["residual"]) != shapes["readout.W_U"][1]:
         raise RaspError(f"{cfg_file}: {len(config['residual'])} residual labels for d_model {shapes['readout.W_U'][1]}")
@@ -697,6 +706,8 @@ def _config_problem(config: dict) -> str | None:
     out = config.get("output")
     if not isinstance(out, dict) or out.get("kind") not in OUTPUT_KINDS:
         return f"'output.kind' is not one of {', '.join(OUTPUT_KINDS)}"
+    if not symbols(out.get("names")):
+        return "'output.names' is not a list of names"
     size = config.get("size")
     keys = ("layers", "heads", "d_model", "mlp_width", "sign_width", "parameters", "nonzero")
     if not isinstance(size, dict) or not all(isinstance(size.get(k), int) for k in keys):

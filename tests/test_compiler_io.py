@@ -193,7 +193,8 @@ def test_consistent_edits_of_special_tokens_and_outputs_are_refused(tmp_path):
     import copy
 
     base = compiler.compile(rasp.load(ROOT / "programs" / "ur.rasp"), alphabet=["a", "b", "c"])
-    for key, value, word in (("special", ["<x>"], "program.special"), ("names", ["nosuch"], "output.names")):
+    names = ["nosuch"] + base.config["output"]["names"][1:]  # as many as before (else n_outputs differs)
+    for key, value, word in (("special", ["<x>"], "program.special"), ("names", names, "output.names")):
         m = copy.copy(base)
         m.config = copy.deepcopy(base.config)
         (m.config["program"] if key == "special" else m.config["output"])[key] = value
@@ -823,6 +824,11 @@ def test_forged_architectures_are_user_errors(tmp_path, capsys):
         (lambda c: c["architecture"].update(d_model=float("inf")), "'d_model' is not an integer"),
         (lambda c: c["architecture"].update(periods=[2, 2]), "'periods' is not a list of distinct integers"),
         (lambda c: c["architecture"].update(periods=[10 ** 10]), "a period above 4,194,304"),
+        # widths the program fixes (helper 83: a 128 GB readout, an 8 GB embedding per call, at run time)
+        (lambda c: c["architecture"].update(n_outputs=10 ** 9), "n_outputs is 1,000,000,000, not 1 .the model.s number of outputs"),
+        (lambda c: c["architecture"].update(n_symbols=10 ** 9), "n_symbols is 1,000,000,000, not 2 .the model.s number of symbols"),
+        (lambda c: c["architecture"].update(bos_id=0), "bos_id is 0, not 2"),
+        (lambda c: c["output"].update(names="ok"), "'output.names' is not a list of names"),
     ]
     for change, what in cases:
         path = _saved_local(tmp_path / str(len(what)) / what[:8].replace("'", "").replace(" ", "_"))
