@@ -213,6 +213,8 @@ class _Builder:
         self._walks: dict = {}  # (chain, paths) -> chain_walk's levels
         self._runs: dict = {}  # id of a walk's level list -> its token runs (_token_runs)
         self._req: dict = {}  # threshold term -> what terms_exclusive needs of it
+        self._sign_lits: dict = {}  # threshold term -> its required sign literals
+        self._sign_forms: dict = {}  # sign literal -> (F, c)
         self._token_lits: set = set()  # (token node, False): a token's positive literal
         self._periodic_lits: set = set()  # both literals of every periodic node
         # the core's symbols are a computed property: read them once
@@ -309,15 +311,43 @@ class _Builder:
         if a[0] == b[0]:
             return a[1] != b[1]
         na, nb = self.nodes[a[0]], self.nodes[b[0]]
-        if na.kind == nb.kind == "token":
+        ka, kb = na.kind, nb.kind
+        if ka == kb == "token":
             return not a[1] and not b[1]
-        if na.kind == nb.kind == "periodic":
+        if ka == kb == "periodic":
             (Ma, ma), (Mb, mb) = self._lit_mask(a), self._lit_mask(b)
             L = math.lcm(Ma, Mb)
             if L > PERIOD_CAP:
                 return False
             return not (_lift_mask(ma, Ma, L) & _lift_mask(mb, Mb, L))
+        if ka == kb == "sign":
+            return self._signs_exclusive(a, b)
         return False
+
+    def _signs_exclusive(self, a: B.Lit, b: B.Lit) -> bool:
+        """Two sign literals over opposite linear forms: ``[F + c >= 0]`` and ``[-F + d >= 0]`` never
+        hold together when c + d < 0 (F >= -c and F <= d). So ``#"a" >= 3`` excludes ``#"a" <= 1``
+        (``[-#a + 1 >= 0]``, the negated literal of the sign ``[#a - 2 >= 0]``: a comparison and its
+        negation share one sign, see :meth:`sign_lit`), and one bound of a count its complement.
+        An ``==`` of counts is two such signs, so the cases of a value compared with several
+        constants are told apart without a gate between them."""
+        (Fa, ca), (Fb, cb) = self._sign_form(a), self._sign_form(b)
+        if ca + cb >= 0 or len(Fa) != len(Fb):
+            return False
+        return all(Fb.get(n) == -v for n, v in Fa.items())
+
+    def _sign_form(self, x: B.Lit) -> tuple:
+        """A sign literal as ``(F, c)``: it holds iff ``F + c >= 0`` (F over the counted nodes)."""
+        hit = self._sign_forms.get(x)
+        if hit is None:
+            head = self.nodes[self.nodes[x[0]].params["input"][1][0]]
+            value = head.params["value"]  # ((BOS, c + 1/2), (node, coefficient), ...)
+            c = int(value[0][1] - 0.5)
+            F = dict(value[1:])
+            if x[1]:
+                F, c = {n: -v for n, v in F.items()}, -c - 1
+            hit = self._sign_forms[x] = (F, c)
+        return hit
 
     def forms_exclusive(self, f: Form, g: Form) -> bool:
         """Whether every term of f excludes every term of g. Fast path: each term requires a token,
@@ -337,7 +367,33 @@ class _Builder:
             return True
         if any((n, not neg) in ru for n, neg in rt):
             return True
-        return bool(pt and pu) and any(self.exclusive(a, b) for a in pt for b in pu)
+        if pt and pu and any(self.exclusive(a, b) for a in pt for b in pu):
+            return True
+        st, su = self._signs(t), self._signs(u)
+        if st and su:
+            for key, (c, opposite) in st.items():
+                d = su.get(opposite)
+                if d is not None and c + d[0] < 0:
+                    return True
+        return False
+
+    def _signs(self, t: B.Thr) -> dict:
+        """t's required sign literals as ``{F: (the least c, -F)}`` for literals ``[F + c >= 0]`` (F a
+        sorted tuple): what :meth:`_signs_exclusive` compares, for every pair of two terms at once (a
+        lower c is the weaker bound, so the least one decides)."""
+        hit = self._sign_lits.get(t)
+        if hit is None:
+            nodes = self.nodes
+            hit = {}
+            for l in self._required(t)[0]:
+                if nodes[l[0]].kind == "sign":
+                    F, c = self._sign_form(l)
+                    key = tuple(sorted(F.items()))
+                    old = hit.get(key)
+                    if old is None or c < old[0]:
+                        hit[key] = (c, tuple((n, -v) for n, v in key))
+            self._sign_lits[t] = hit
+        return hit
 
     def _required(self, t: B.Thr) -> tuple:
         """(t's required literals, the tokens among them that are positive, the periodic ones)."""

@@ -285,6 +285,35 @@ def _plain_and_thr(t: B.Thr, u: B.Thr):
 _lits = st.dictionaries(st.tuples(st.integers(2, 9), st.booleans()), st.integers(1, 40), min_size=1, max_size=7)
 
 
+def test_signs_of_opposite_forms_exclude_each_other_exactly_when_no_value_fits():
+    """``[F + c >= 0]`` and ``[-F + d >= 0]`` (either may be a sign's negated literal) exclude each
+    other iff no integer F satisfies both; F = #a - #b takes every integer value. Literals of other
+    forms are never said to exclude each other."""
+    core = rasp.parse("alphabet a b c\nX = exists \"a\"\noutput accept X\n").core
+    b = G._Builder(core)
+    a_, b_, c_ = (b.token(s).id for s in "abc")
+    forms = {"F": {a_: 1, b_: -1}, "-F": {a_: -1, b_: 1}, "G": {a_: 1, c_: -1}}
+    lits = []
+    for name, F in forms.items():
+        for off in range(-3, 4):
+            lit = b.sign_lit(F, off, None, lambda: name)
+            lits.append((lit, name, off))
+            lits.append((B.flip(lit), "not " + name, off))
+
+    def holds(name, off, v):  # v: the value of #a - #b (and of #a - #c: G's literals use it)
+        sign = -1 if name.endswith("-F") else 1
+        value = sign * v + off >= 0
+        return not value if name.startswith("not ") else value
+
+    for x, nx, ox in lits:
+        for y, ny, oy in lits:
+            if x[0] == y[0]:
+                continue
+            same_form = ("G" in nx) == ("G" in ny)
+            both = any(holds(nx, ox, v) and holds(ny, oy, v) for v in range(-12, 13))
+            assert b.exclusive(x, y) == (same_form and not both), (nx, ox, ny, oy)
+
+
 @settings(max_examples=2000, deadline=None)
 @given(_lits, _lits, st.integers(1, 300))
 def test_and_of_a_conjunction_and_a_threshold_term_is_make_thrs(conj, weights, theta):
@@ -302,18 +331,23 @@ def test_and_of_a_conjunction_and_a_threshold_term_is_make_thrs(conj, weights, t
 
 
 @settings(max_examples=1500, deadline=None)
-@given(st.lists(st.dictionaries(st.tuples(st.integers(0, 8), st.booleans()), st.integers(1, 3), min_size=1,
+@given(st.lists(st.dictionaries(st.tuples(st.integers(0, 14), st.booleans()), st.integers(1, 3), min_size=1,
                                 max_size=4), min_size=2, max_size=2),
        st.integers(1, 4), st.integers(1, 4))
 def test_builder_terms_exclusive_is_the_definition(weight_maps, theta_t, theta_u):
     """The graph builder decides the exclusivity of two threshold terms from their required tokens,
-    negations and periodic literals; it must say what boolean.terms_exclusive (every pair of required
-    literals through ``exclusive``) says, over tokens, periodic literals and gates."""
+    negations, periodic literals and signs of opposite linear forms; it must say what
+    boolean.terms_exclusive (every pair of required literals through ``exclusive``) says, over
+    tokens, periodic literals, gates and signs (#"a" >= 1, 2, 3 and #"a" - #"b" >= 0, 1, -1: their
+    literals and negations bound one form from both sides)."""
     core = rasp.parse("alphabet a b c\nX = exists \"a\"\noutput accept X\n").core
     b = G._Builder(core)
     ids = [b.token(s).id for s in "abc"]
     ids += [b.periodic(2, frozenset({0}))[0], b.periodic(3, frozenset({1, 2}))[0], b.periodic(6, frozenset({0, 3}))[0]]
     ids += [b._node("gate", ("gate", k), f"g{k}", {"neurons": ()}, ()).id for k in range(3)]
+    a_, b_ = ids[0], ids[1]
+    ids += [b.sign_lit({a_: 1}, -k, None, lambda: "#a")[0] for k in (1, 2, 3)]
+    ids += [b.sign_lit({a_: 1, b_: -1}, k, None, lambda: "#a - #b")[0] for k in (0, -1, 1)]
     terms = []
     for weights, theta in zip(weight_maps, (theta_t, theta_u)):
         t = B.make_thr({(ids[n], neg): w for (n, neg), w in weights.items()}, min(theta, sum(weights.values())))

@@ -164,6 +164,24 @@ def test_expansion_folds_constants_a_symbol_comparison_decides():
             assert [values[f"P[{x}]"][i] for x in "abc"] == [na == k for k in range(3)]
 
 
+def test_folded_constants_compile_and_read_as_constants():
+    """What the folding changes in compiled models (helper 82): a folded conditional that was the
+    else branch of another no longer makes its sibling's compound test a gate, and labels show the
+    folded constant. The model still computes the program, on every input up to length 6."""
+    import itertools
+
+    import compiler
+
+    p = rasp.parse('alphabet a b\nF[x] = (2 if ("a" && pos[i % 2 == 0]) else (1 if x == "a" else 0)) >= 2\n'
+                   'H[x] = #"a" - #"b" < sum(y, 1 if y < x else 0)\n'
+                   'G = F["a"] && exists "b" && !H["b"]\noutput accept G')
+    m = compiler.compile(p)
+    assert not any("if false" in label or "if true" in label for label in m.residual_labels)
+    for n in range(1, 7):
+        for word in itertools.product("ab", repeat=n):
+            assert m.run(list(word)) == rasp.run(p, list(word)), word
+
+
 def test_family_instances_share_what_does_not_depend_on_the_symbols():
     """The point of the sharing: a subtree that reads no family variable is one object in every
     instance (the compiler's graph memoizes by identity), also under a quantifier."""
