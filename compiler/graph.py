@@ -213,7 +213,8 @@ class _Builder:
         self._walks: dict = {}  # (chain, paths) -> chain_walk's levels
         self._runs: dict = {}  # id of a walk's level list -> its token runs (_token_runs)
         self._req: dict = {}  # threshold term -> what terms_exclusive needs of it
-        self._sign_lits: dict = {}  # threshold term -> its required sign literals
+        self._sign_lits: set = set()  # both literals of every sign node
+        self._sign_index: dict = {}  # threshold term -> its required sign literals by form (_signs)
         self._sign_forms: dict = {}  # sign literal -> (F, c)
         self._token_lits: set = set()  # (token node, False): a token's positive literal
         self._periodic_lits: set = set()  # both literals of every periodic node
@@ -361,47 +362,45 @@ class _Builder:
         """:func:`~.boolean.terms_exclusive` (some literal t requires excludes one u requires, by
         :meth:`exclusive`) without trying every pair: two distinct tokens, one required by each; a
         literal and its negation; else only periodic pairs need a look."""
-        rt, tt, pt = self._required(t)
-        ru, tu, pu = self._required(u)
+        rt, tt, pt, st = self._required(t)
+        ru, tu, pu, su = self._required(u)
         if tt and tu and len(tt | tu) > 1:
             return True
         if any((n, not neg) in ru for n, neg in rt):
             return True
         if pt and pu and any(self.exclusive(a, b) for a in pt for b in pu):
             return True
-        st, su = self._signs(t), self._signs(u)
-        if st and su:
+        if st and su:  # signs of opposite forms, all pairs at once (see _signs)
+            st, su = self._signs(t, st), self._signs(u, su)
             for key, (c, opposite) in st.items():
                 d = su.get(opposite)
                 if d is not None and c + d[0] < 0:
                     return True
         return False
 
-    def _signs(self, t: B.Thr) -> dict:
-        """t's required sign literals as ``{F: (the least c, -F)}`` for literals ``[F + c >= 0]`` (F a
-        sorted tuple): what :meth:`_signs_exclusive` compares, for every pair of two terms at once (a
-        lower c is the weaker bound, so the least one decides)."""
-        hit = self._sign_lits.get(t)
+    def _signs(self, t: B.Thr, lits) -> dict:
+        """t's required sign literals ``lits`` as ``{F: (the least c, -F)}`` for literals ``[F + c >= 0]``
+        (F a sorted tuple): what :meth:`_signs_exclusive` decides, for every pair of two terms at
+        once (a lower c is the weaker bound, so the least one decides)."""
+        hit = self._sign_index.get(t)
         if hit is None:
-            nodes = self.nodes
-            hit = {}
-            for l in self._required(t)[0]:
-                if nodes[l[0]].kind == "sign":
-                    F, c = self._sign_form(l)
-                    key = tuple(sorted(F.items()))
-                    old = hit.get(key)
-                    if old is None or c < old[0]:
-                        hit[key] = (c, tuple((n, -v) for n, v in key))
-            self._sign_lits[t] = hit
+            hit = self._sign_index[t] = {}
+            for l in lits:
+                F, c = self._sign_form(l)
+                key = tuple(sorted(F.items()))
+                old = hit.get(key)
+                if old is None or c < old[0]:
+                    hit[key] = (c, tuple((n, -v) for n, v in key))
         return hit
 
     def _required(self, t: B.Thr) -> tuple:
-        """(t's required literals, the tokens among them that are positive, the periodic ones)."""
+        """(t's required literals, the tokens among them that are positive, the periodic ones, the
+        sign literals)."""
         hit = self._req.get(t)
         if hit is None:
             req = frozenset(t.required())
             toks = frozenset(n for n, _ in req & self._token_lits)
-            hit = self._req[t] = (req, toks, tuple(req & self._periodic_lits))
+            hit = self._req[t] = (req, toks, tuple(req & self._periodic_lits), req & self._sign_lits)
         return hit
 
     def _form_tokens(self, f: Form):
@@ -1089,6 +1088,8 @@ class _Builder:
         sign = self._node("sign", ("sign", y),
                           label or (lambda: expr_to_str(hint) if hint is not None else f"{ftext()}{_const_text(off)} >= 0"),
                           {"input": y}, [head.id, BOS])
+        self._sign_lits.add((sign.id, False))
+        self._sign_lits.add((sign.id, True))
         return (sign.id, False)
 
     def check_value_bound(self, off: int, F: dict) -> None:
