@@ -329,9 +329,10 @@ class _Builder:
         """Two sign literals over opposite linear forms: ``[F + c >= 0]`` and ``[-F + d >= 0]`` never
         hold together when c + d < 0 (F >= -c and F <= d). So ``#"a" >= 3`` excludes ``#"a" <= 1``
         (``[-#a + 1 >= 0]``, the negated literal of the sign ``[#a - 2 >= 0]``: a comparison and its
-        negation share one sign, see :meth:`sign_lit`), and one bound of a count its complement.
-        An ``==`` of counts is two such signs, so the cases of a value compared with several
-        constants are told apart without a gate between them."""
+        negation share one sign, see :meth:`sign_lit`). An ``==`` of counts is two such signs, so
+        the cases of a count compared with several constants (``D == 0``, ``D == 1``, ...) are
+        exclusive as forms, and their or is a sum rather than a gate. Forms are compared as
+        written (``2 * #a`` is not ``#a``): a sufficient test, exact for one form."""
         (Fa, ca), (Fb, cb) = self._sign_form(a), self._sign_form(b)
         if ca + cb >= 0 or len(Fa) != len(Fb):
             return False
@@ -361,7 +362,8 @@ class _Builder:
     def terms_exclusive(self, t: B.Thr, u: B.Thr) -> bool:
         """:func:`~.boolean.terms_exclusive` (some literal t requires excludes one u requires, by
         :meth:`exclusive`) without trying every pair: two distinct tokens, one required by each; a
-        literal and its negation; else only periodic pairs need a look."""
+        literal and its negation; else only periodic pairs need a look, and signs of opposite linear
+        forms (:meth:`_signs_exclusive`), matched by form through an index of each term's signs."""
         rt, tt, pt, st = self._required(t)
         ru, tu, pu, su = self._required(u)
         if tt and tu and len(tt | tu) > 1:
@@ -726,7 +728,11 @@ class _Builder:
         branches next, as here; the chain stops where the path decides a test or the else branch is
         not a conditional, and ge0 takes over. The then branches are built first, top to bottom,
         then the tests and the conditionals bottom up (:meth:`cond_form`): the order in which the
-        recursion makes nodes, so the model is the same."""
+        recursion makes nodes, so the model is the same. The bottom-up fold skips the levels where
+        cond_form would return its else form unchanged: FALSE under FALSE, and runs of token tests
+        that every term of the else form excludes (:meth:`_excluded_run`). cond_form makes no node
+        at a FALSE-under-FALSE level, and a skipped token test's node exists already
+        (:meth:`_token_runs`), so the skips leave the graph as the fold makes it."""
         levels = []
         nonfalse = [-1]  # the levels whose branch is not FALSE, in order, after a sentinel
         walk, nxt, p_else = self.chain_walk(e, decision)
