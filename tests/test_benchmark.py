@@ -73,3 +73,27 @@ def test_family_replay_experiment_still_builds_the_builders_graph():
     assert "the same graph, node for node: True" in done.stdout
     replayed = [line for line in done.stdout.splitlines() if line.startswith("instances replayed:")]
     assert replayed and not replayed[0].startswith("instances replayed: 0 "), done.stdout
+
+
+def test_recorded_benchmark_rows_describe_the_models_the_compiler_builds():
+    """Every row of benchmarks/compiled.json and compiled_generators.json (which the README's tables
+    quote) describes the model the compiler builds now: layers, heads, d_model, nonzero weights, sign
+    and MLP width. A change to the compiler that changes a model must measure its rows again (dyck1's
+    and three others had gone stale for a day before this test)."""
+    import json
+
+    from compiler.bounded import compile_raspl
+
+    stale = []
+    for name in ("compiled.json", "compiled_generators.json"):
+        for row in json.loads((ROOT / "benchmarks" / name).read_text())["results"]:
+            if not row.get("in_class", True) or "layers" not in row:
+                continue
+            p = rasp.load(ROOT / "programs" / row["program"])
+            if len(p.alphabet) != row["alphabet"]:
+                p = p.with_alphabet([str(k) for k in range(row["alphabet"])])
+            s = compile_raspl(p).size
+            keys = ("layers", "heads", "d_model", "nonzero", "sign_width", "mlp_width")
+            if any(s[k] != row[k] for k in keys if k in row):
+                stale.append((name, row["program"], {k: (row.get(k), s[k]) for k in keys if row.get(k) != s[k]}))
+    assert not stale, stale
