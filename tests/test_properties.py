@@ -129,6 +129,45 @@ def test_expansion_shares_only_what_does_not_depend_on_the_symbols(p):
     assert shared == plain
 
 
+@given(any_fragment)
+def test_facts_of_one_instance_per_family_are_the_facts_of_all(p):
+    """The checker's depth and positional facts (offsets, periods, counts, their evidence) look at
+    one instance per family (rasp.checker: every instance has the same structure); they must equal
+    the facts of a walk over every instance, for the expanded core and the rewritten one, over every
+    fragment (families over one and two symbols, symbol comparisons, quantifiers, imports)."""
+    from rasp.checker import _depths, _positional_facts
+
+    for core in (p.core, rewrite_core(p.core)):
+        assert _depths(core) == _depths(core, per_family=False)
+        assert _positional_facts(core) == _positional_facts(core, per_family=False)
+
+
+def test_facts_of_one_instance_per_family_on_the_shapes_that_differ_most():
+    """Families whose instances a symbol comparison sends through different branches (one with a
+    count, one without), constants folded in some instances, and a family reading another."""
+    for src in [
+        'alphabet a b c\nF[x] = (#"a" if x == "a" else 0) >= 1\nG[y] = F[y] && #(F[y]) > 1\nH = G["c"]',
+        'alphabet a b c\nC[x] = sum(y, 1 if y < x else 0)\nF[x] = #(exists[j == i - 1] Q[x]) > C[x]\nH = any(x, F[x])',
+        'alphabet a b\nF[x, y] = exists (Q[x] && exists[j == i - 2] Q[y]) || (x < y && pos[i % 3 == 0])\n'
+        'G[x] = any(y, F[x, y] && #F[y, x] >= 2)\nH = all(x, G[x])',
+    ]:
+        p = rasp.parse(src)
+        for core in (p.core, rewrite_core(p.core)):
+            assert _depths_both(core) and _facts_both(core), src
+
+
+def _depths_both(core) -> bool:
+    from rasp.checker import _depths
+
+    return _depths(core) == _depths(core, per_family=False)
+
+
+def _facts_both(core) -> bool:
+    from rasp.checker import _positional_facts
+
+    return _positional_facts(core) == _positional_facts(core, per_family=False)
+
+
 def test_expansion_does_not_share_symbol_comparisons():
     """The shapes the generator rarely draws: symbol comparisons of a family's or a quantifier's
     variable (``x == "a"``, ``y < x``), a quantifier inside a family, a body that reads no variable."""
