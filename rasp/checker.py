@@ -597,6 +597,7 @@ def _check(program: Program, name: str | None, task, with_task: bool, over: list
                                               task_result(program, task) if with_task else None)
                     if v is not None:
                         return v
+                    lowering = (None, lowering[1])  # checked: verdict_for_raspl need not check it again
         rewritten_core = rewrite_core(core)
     offsets, self_counts, periods, counts, evidence = _positional_facts(rewritten_core)
     rewritten_module = _declaring(rewrite_module(program.module), core.alphabet)

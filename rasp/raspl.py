@@ -1431,7 +1431,7 @@ class _Lowerer:
             for w in values:
                 out[w] = _ge1(c[w]) if len(values) > 1 else nonempty
         elif reduction in ("max", "min"):
-            order = values[::-1] if reduction == "max" else values  # the order the values are tried
+            order = beyond.order  # the order the values are tried (largest first for max)
             last = len(order) - 1
             if _tokset(pred) is not None and beyond.tokens:
                 # token keys and token values: the count of value w is #"w" (or nothing), the same in
@@ -1746,7 +1746,8 @@ def verdict_for_raspl(program: Program, *, name: str | None = None, task=None, w
     ``base``: the verdict :func:`rasp.checker.check` computed before looking at RASP-L (pass it when
     calling from inside ``check``, which avoids a second analysis and any recursion); by default it is
     computed here with ``check(program, name=name, task=task, with_task=with_task)``. ``lowering``:
-    :func:`lower_explained`'s result when the caller has it. Wiring into
+    :func:`lower_explained`'s result when the caller has it (``check`` passes ``(None, None)`` for a
+    lowered program it has already found outside the class). Wiring into
     ``check``, at its RASP-L extension point::
 
         verdict = Verdict(...)                     # as computed now
