@@ -177,6 +177,15 @@ def check_class(core: A.CoreProgram, walk: bool = True) -> None:
 #: the most definitions :meth:`_Builder.def_form` works out one inside the other before it starts
 #: the innermost one afresh (:meth:`_Builder.form_of`)
 DEF_DEPTH = 48
+#: test_excludes reads implications between the signs of two terms (see
+#: _Builder._signs_imply_exclusive) only when they have at most this many pairs of signs
+IMPLIED_PAIRS_CAP = 64
+#: how many references deep _Builder.body_implies reads definitions (a False it finds at this
+#: depth is kept: a claim missed, never a wrong one)
+UNFOLD_DEPTH = 4
+#: the most definitions _Builder._members_of keeps for one definition (a lowered chain over 4,096
+#: values would keep 8 million otherwise)
+MEMBERS_CAP = 4096
 
 
 class _Deeper(Exception):
@@ -214,8 +223,16 @@ class _Builder:
         self._runs: dict = {}  # id of a walk's level list -> its token runs (_token_runs)
         self._req: dict = {}  # threshold term -> what terms_exclusive needs of it
         self._sign_lits: set = set()  # both literals of every sign node
-        self._sign_index: dict = {}  # threshold term -> its required sign literals by form (_signs)
+        # a sign's linear form (as its head holds it, without the constant) -> the sign nodes over it
+        self._signs_of_form: dict = {}
+        self._form_of_sign: dict = {}  # sign node -> that form
         self._sign_forms: dict = {}  # sign literal -> (F, c)
+        # sign node -> (body, k, c): its positive literal is [k * #body + c >= 0], k = 1 or -1, a count
+        # of the whole prefix (recorded where a comparison of one count with a constant makes it)
+        self._sign_atoms: dict = {}
+        self._members: dict = {}  # bool definition -> the definitions that imply it (see _members_of)
+        self._implies_memo: dict = {}  # (id, id) of two bool expressions -> body_implies
+        self._unfolding = 0  # references body_implies has replaced by their definitions, one inside the other
         self._token_lits: set = set()  # (token node, False): a token's positive literal
         self._periodic_lits: set = set()  # both literals of every periodic node
         # the core's symbols are a computed property: read them once
@@ -363,7 +380,8 @@ class _Builder:
         """:func:`~.boolean.terms_exclusive` (some literal t requires excludes one u requires, by
         :meth:`exclusive`) without trying every pair: two distinct tokens, one required by each; a
         literal and its negation; else only periodic pairs need a look, and signs of opposite linear
-        forms (:meth:`_signs_exclusive`), matched by form through an index of each term's signs."""
+        forms (:meth:`_signs_exclusive`), looked up from the term with fewer signs (see
+        :meth:`_opposite_signs`)."""
         rt, tt, pt, st = self._required(t)
         ru, tu, pu, su = self._required(u)
         if tt and tu and len(tt | tu) > 1:
@@ -372,28 +390,147 @@ class _Builder:
             return True
         if pt and pu and any(self.exclusive(a, b) for a in pt for b in pu):
             return True
-        if st and su:  # signs of opposite forms, all pairs at once (see _signs)
-            st, su = self._signs(t, st), self._signs(u, su)
-            for key, (c, opposite) in st.items():
-                d = su.get(opposite)
-                if d is not None and c + d[0] < 0:
-                    return True
+        if st and su:
+            if len(st) > len(su):
+                st, su, ru = su, st, rt
+            for a in st:
+                for b in self._opposite_signs(a):
+                    if b in ru and self._sign_form(a)[1] + self._sign_form(b)[1] < 0:
+                        return True
         return False
 
-    def _signs(self, t: B.Thr, lits) -> dict:
-        """t's required sign literals ``lits`` as ``{F: (the least c, -F)}`` for literals ``[F + c >= 0]``
-        (F a sorted tuple): what :meth:`_signs_exclusive` decides, for every pair of two terms at
-        once (a lower c is the weaker bound, so the least one decides)."""
-        hit = self._sign_index.get(t)
+    def test_excludes(self, t: B.Thr, u: B.Thr) -> bool:
+        """Whether a conditional's test t excludes the term u of its else branch (so ``not t`` adds
+        nothing to u, see :func:`~.boolean.f_cond`): :meth:`terms_exclusive`, or a sign t requires
+        implies the negation of one u requires (:meth:`_signs_imply_exclusive`; between a few signs,
+        at most :data:`IMPLIED_PAIRS_CAP` pairs). Only here: an or of two forms that are exclusive
+        only by implication stays a sum, which every later use combines term by term (in
+        raspl_addition_hints.rasp that took 3 layers off and put 70% on the MLP width)."""
+        if self.terms_exclusive(t, u):
+            return True
+        st, su = self._required(t)[3], self._required(u)[3]
+        if not (st and su and self._sign_atoms) or len(st) * len(su) > IMPLIED_PAIRS_CAP:
+            return False
+        atoms = self._sign_atoms
+        return any(self._signs_imply_exclusive(a, b) for a in st if a[0] in atoms for b in su if b[0] in atoms)
+
+    # ------------------------------------------------------------ signs that imply one another
+    def _atom_of(self, l: B.Lit):
+        """A sign literal as ``(body, k, c)``: it holds iff ``k * #body + c >= 0`` (k = 1 or -1), or
+        None when no comparison of one count with a constant recorded its sign. The negation of
+        ``[k #B + c >= 0]`` is ``[-k #B - c - 1 >= 0]`` (integers)."""
+        atom = self._sign_atoms.get(l[0])
+        if atom is None or not l[1]:
+            return atom
+        body, k, c = atom
+        return (body, -k, -c - 1)
+
+    def _signs_imply_exclusive(self, a: B.Lit, b: B.Lit) -> bool:
+        """Whether sign literals a and b never hold together because a implies not b, read from the
+        counts they compare: ``[#P + c >= 0]`` implies ``[#Q + d >= 0]`` when P implies Q at every
+        position (so ``#P <= #Q`` on every prefix) and c <= d; ``[-#P + c >= 0]`` implies
+        ``[-#Q + d >= 0]`` when Q implies P and c <= d. Whether P implies Q is :meth:`body_implies`,
+        a sufficient test on the written expressions. A lowered max aggregate is a chain ``w_0 if
+        #(K && V_0) >= 1 else w_1 if #(K && V_1) >= 1 else ...`` with ``V_k = V_(k+1) || ...`` ("a
+        selected value is w_k or more"): each test implies the next, so the chain compared with a
+        constant is two signs, not a conjunction over every level above it."""
+        x, y = self._atom_of(a), self._atom_of((b[0], not b[1]))
+        if x is None or y is None or x[1] != y[1] or x[2] > y[2]:
+            return False
+        return self.body_implies(x[0], y[0]) if x[1] == 1 else self.body_implies(y[0], x[0])
+
+    def body_implies(self, x, y) -> bool:
+        """Whether the bool expression x implies y at every position, by their structure (sufficient,
+        not complete): x is y; y an or with a side x implies; y an and of sides x implies each; x an
+        and with a side that implies y, or an or whose sides both do; two tokens of one symbol; a
+        reference to a definition that is a disjunct, through ors of definitions, of the other's
+        (:meth:`_members_of`); else a reference is read as its definition, :data:`UNFOLD_DEPTH`
+        references deep."""
+        if x is y:
+            return True
+        key = (id(x), id(y))  # (the core's nodes live as long as the builder)
+        hit = self._implies_memo.get(key)
         if hit is None:
-            hit = self._sign_index[t] = {}
-            for l in lits:
-                F, c = self._sign_form(l)
-                key = tuple(sorted(F.items()))
-                old = hit.get(key)
-                if old is None or c < old[0]:
-                    hit[key] = (c, tuple((n, -v) for n, v in key))
+            hit = self._implies_memo[key] = self._body_implies(x, y)
         return hit
+
+    def _body_implies(self, x, y) -> bool:
+        tx, ty = type(x), type(y)
+        if ty is A.Or:
+            return self.body_implies(x, y.left) or self.body_implies(x, y.right)
+        if ty is A.And:
+            return self.body_implies(x, y.left) and self.body_implies(x, y.right)
+        if tx is A.And:
+            return self.body_implies(x.left, y) or self.body_implies(x.right, y)
+        if tx is A.Or:
+            return self.body_implies(x.left, y) and self.body_implies(x.right, y)
+        if tx is A.Ref and ty is A.Ref:
+            if x.name == y.name or x.name in self._members_of(y.name):
+                return True
+        if self._unfolding < UNFOLD_DEPTH:  # a reference as its definition (a few deep)
+            if tx is A.Ref or ty is A.Ref:
+                self._unfolding += 1
+                try:
+                    return self.body_implies(self.defs[x.name].expr if tx is A.Ref else x,
+                                             self.defs[y.name].expr if ty is A.Ref else y)
+                finally:
+                    self._unfolding -= 1
+        if tx is A.Tok and ty is A.Tok:
+            return x.symbol.value == y.symbol.value
+        return (ty is A.BoolConst and y.value) or (tx is A.BoolConst and not x.value)
+
+    def _members_of(self, name: str) -> frozenset:
+        """The bool definitions D with ``name = ... || D || ...`` (through ors, and through such
+        definitions in turn): each implies ``name``. Worked out bottom up without recursion (a lowered
+        chain ``N__ge3 = N__ge4 || ...`` is as long as the alphabet); a set that would pass
+        :data:`MEMBERS_CAP` keeps only the direct disjuncts (a subset: the test stays sound)."""
+        hit = self._members.get(name)
+        if hit is not None:
+            return hit
+        stack = [(name, False)]
+        while stack:
+            n, ready = stack.pop()
+            if n in self._members:
+                continue
+            kids = self._disjunct_refs(n)
+            if not ready:
+                stack.append((n, True))
+                stack.extend((k, False) for k in kids if k not in self._members)
+                continue
+            out = {n}
+            for k in kids:
+                out |= self._members[k]
+                if len(out) > MEMBERS_CAP:
+                    out = {n, *kids}
+                    break
+            self._members[n] = frozenset(out)
+        return self._members[name]
+
+    def _disjunct_refs(self, name: str) -> list:
+        """The references among the disjuncts of a bool definition's expression (through ors)."""
+        d = self.defs.get(name)
+        if d is None or d.type != A.BOOL:
+            return []
+        out, stack = [], [d.expr]
+        while stack:
+            e = stack.pop()
+            if type(e) is A.Or:
+                stack.append(e.right)
+                stack.append(e.left)
+            elif type(e) is A.Ref and e.name in self.defs:
+                out.append(e.name)
+        return out
+
+    def _opposite_signs(self, a: B.Lit) -> tuple:
+        """The sign literals over the linear form opposite to ``a``'s, the only ones
+        :meth:`_signs_exclusive` may find exclusive with it. A sign node holds ``[G + c >= 0]`` with G
+        as its head holds it, whose first coefficient is positive (:meth:`sign_lit` flips it so), and
+        its negation ``[-G - c - 1 >= 0]``; so the literals over the form opposite to ``(s, neg)``'s
+        are ``(s', not neg)`` for the sign nodes s' whose head holds the same G. A term of a value's
+        chain compared with a constant gains a sign at every level: looking its few signs up here,
+        rather than indexing the long term's signs anew at each level, keeps a fold linear."""
+        group = self._signs_of_form[self._form_of_sign[a[0]]]
+        return tuple((s, not a[1]) for s in group)
 
     def _required(self, t: B.Thr) -> tuple:
         """(t's required literals, the tokens among them that are positive, the periodic ones, the
@@ -592,6 +729,10 @@ class _Builder:
             count, k, c = simple
             eq = e.op in ("==", "!=")
             leaf = self.leaf({id(count): (count, k)}, c, self.start_path(), eq)
+            if not eq and count.guard is None:
+                lit = B.as_lit(leaf)  # the sign [k #P + c >= 0], unless a constant or a token's and
+                if lit is not None and lit[0] in self._form_of_sign and lit[0] not in self._sign_atoms:
+                    self._sign_atoms[lit[0]] = (count.body, k, c) if not lit[1] else (count.body, -k, -c - 1)
             return B.f_not(leaf) if e.op == "!=" else leaf
         L, R = {}, {}
         lc = self.flatten(e.left, 1, L)
@@ -1094,8 +1235,11 @@ class _Builder:
         sign = self._node("sign", ("sign", y),
                           label or (lambda: expr_to_str(hint) if hint is not None else f"{ftext()}{_const_text(off)} >= 0"),
                           {"input": y}, [head.id, BOS])
-        self._sign_lits.add((sign.id, False))
-        self._sign_lits.add((sign.id, True))
+        if sign.id not in self._form_of_sign:  # (a new node: hash-consing may return an old one)
+            self._sign_lits.add((sign.id, False))
+            self._sign_lits.add((sign.id, True))
+            self._form_of_sign[sign.id] = vlin[1:]
+            self._signs_of_form.setdefault(vlin[1:], []).append(sign.id)
         return (sign.id, False)
 
     def check_value_bound(self, off: int, F: dict) -> None:

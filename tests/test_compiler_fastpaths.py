@@ -11,6 +11,7 @@ the programs that use it and on random programs."""
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 import pytest
@@ -377,3 +378,111 @@ def test_not_of_one_literal_is_make_thrs(lit):
     """norm flips a negated single literal directly; it must be what not_thr (make_thr) returns."""
     t = B.Thr(((lit, 1),), 1, conjunction=True)
     assert B.norm(B.Form((t,), True)) == B.thr_form(B.not_thr(t))
+
+
+# ----------------------------------------------------------------------------- signs that imply others
+_CHAIN = """alphabet a b c d
+V3 = "d"
+V2 = V3 || "c"
+V1 = V2 || "b"
+V0 = V1 || "a"
+K = "a" || "d"
+W = K && V2
+"""
+#: comparisons of one count with a constant (each becomes one sign literal)
+_ATOMS = ([f"#(K && V{k}) >= {m}" for k in range(4) for m in (1, 2)] + [f"#V{k} <= {m}" for k in range(4) for m in (0, 1)]
+          + [f"#V{k} >= 2" for k in range(4)] + ["#W >= 1", "#(V2 && K) >= 1", '#"d" >= 1', '#("c" || "d") <= 1', '#"d" <= 1'])
+
+
+def _atom_program():
+    text = _CHAIN + "".join(f"C{k} = {a}\n" for k, a in enumerate(_ATOMS)) + "output accept C0\n"
+    p = rasp.parse(text)
+    b = G._Builder(p.core)
+    lits = [B.as_lit(b.form_of(f"C{k}")) for k in range(len(_ATOMS))]
+    assert all(l is not None and b.nodes[l[0]].kind == "sign" for l in lits)
+    inputs = [list(w) for n in range(1, 6) for w in itertools.product("abcd", repeat=n)]
+    values = p.evaluate(inputs)
+    lengths = np.array([len(w) for w in inputs])
+    real = np.arange(values["C0"].shape[1])[None, :] < lengths[:, None]
+    return b, lits, [values[f"C{k}"].astype(bool) & real for k in range(len(_ATOMS))], real
+
+
+def test_signs_that_imply_each_other_exclude_their_negations():
+    """_signs_imply_exclusive(a, b) claims that sign literals a and b never hold together because a
+    implies not b, read from the compared counts' bodies (``#(K && V1) >= 1`` implies ``#(K && V2)
+    >= 1``'s negation is false wherever V1 = V2 || ... ). Every claim is checked against the
+    interpreter at every position of every input up to length 5 (sound), and the claims a lowered
+    max's chain needs are made (complete there): ``#(K && V_j) >= m`` excludes the negation of
+    ``#(K && V_k) >= m'`` for j >= k, m >= m', and ``#V_j <= m`` the negation of ``#V_k <= m'`` for
+    j <= k (V_k implies V_j), m <= m'."""
+    b, lits, vals, real = _atom_program()
+    claims = 0
+    for i, a in enumerate(lits):
+        for j, c in enumerate(lits):
+            for na in (False, True):
+                for nc in (False, True):
+                    la, lc = (a[0], a[1] ^ na), (c[0], c[1] ^ nc)
+                    va = vals[i] if not na else ~vals[i] & real
+                    vc = vals[j] if not nc else ~vals[j] & real
+                    if b._signs_imply_exclusive(la, lc):
+                        claims += 1
+                        assert not (va & vc).any(), (_ATOMS[i], na, _ATOMS[j], nc)
+    assert claims > 40
+    idx = {a: k for k, a in enumerate(_ATOMS)}
+    for j in range(4):
+        for k in range(j + 1):
+            for m in (1, 2):
+                for m2 in range(1, m + 1):
+                    a, c = lits[idx[f"#(K && V{j}) >= {m}"]], lits[idx[f"#(K && V{k}) >= {m2}"]]
+                    assert b._signs_imply_exclusive(a, (c[0], not c[1])), (j, k, m, m2)
+            for m in (0, 1):
+                for m2 in range(m, 2):
+                    a, c = lits[idx[f"#V{k} <= {m}"]], lits[idx[f"#V{j} <= {m2}"]]
+                    assert b._signs_imply_exclusive(a, (c[0], not c[1])), (j, k, m, m2)
+    # through an and of the same sides in another order, a definition, and or of tokens
+    a, c = lits[idx["#W >= 1"]], lits[idx["#(V2 && K) >= 1"]]
+    assert b._signs_imply_exclusive(a, (c[0], not c[1]))
+    a, c = lits[idx['#"d" >= 1']], lits[idx["#V2 >= 2"]]
+    assert not b._signs_imply_exclusive(a, (c[0], not c[1]))  # a count of 1 does not imply one of 2
+    a, c = lits[idx['#("c" || "d") <= 1']], lits[idx['#"d" <= 1']]
+    assert b._signs_imply_exclusive(a, (c[0], not c[1]))
+
+
+_BODY = st.recursive(
+    st.sampled_from(['"a"', '"b"', '"c"', "V0", "V1", "V2", "V3", "K", "W", "true", "false"]),
+    lambda sub: st.one_of(st.tuples(sub, sub).map(lambda t: f"({t[0]} || {t[1]})"),
+                          st.tuples(sub, sub).map(lambda t: f"({t[0]} && {t[1]})"),
+                          sub.map(lambda t: f"!{t}")),
+    max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_BODY, _BODY)
+def test_body_implies_is_sound(x, y):
+    """body_implies(x, y) says x implies y at every position, from the expressions' structure; when it
+    says so, no position of any input up to length 4 has x true and y false."""
+    p = rasp.parse(_CHAIN + f"X = {x}\nY = {y}\noutput accept X\n")
+    b = G._Builder(p.core)
+    if not b.body_implies(b.defs["X"].expr, b.defs["Y"].expr):
+        return
+    inputs = [list(w) for n in range(1, 5) for w in itertools.product("abcd", repeat=n)]
+    v = p.evaluate(inputs)
+    assert not (v["X"].astype(bool) & ~v["Y"].astype(bool)).any()
+
+
+def test_members_of_a_long_chain_stay_sound_past_the_cap(monkeypatch):
+    """_members_of works a chain of definitions out without recursion, and past MEMBERS_CAP keeps
+    only the direct disjuncts (a subset: fewer claims, never a wrong one)."""
+    n = 30
+    text = "alphabet a b\n" + "".join(f"D{k} = D{k + 1} || \"a\"\n" for k in range(n)) + f'D{n} = "b"\noutput accept D0\n'
+    p = rasp.parse(text)
+    b = G._Builder(p.core)
+    assert b._members_of("D0") == frozenset(f"D{k}" for k in range(n + 1))
+    monkeypatch.setattr(G, "MEMBERS_CAP", 5)
+    b = G._Builder(p.core)
+    for k in range(n + 1):
+        got = b._members_of(f"D{k}")
+        assert {f"D{k}", f"D{min(k + 1, n)}"} <= got <= {f"D{j}" for j in range(k, n + 1)}
+        assert len(got) <= 5
+    assert b._members_of(f"D{n - 3}") == frozenset(f"D{k}" for k in range(n - 3, n + 1))
+    assert len(b._members_of("D0")) < n

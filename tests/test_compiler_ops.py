@@ -347,6 +347,9 @@ class _Ctx:
     def terms_exclusive(self, t, u):
         return B.terms_exclusive(self, t, u)
 
+    def test_excludes(self, t, u):
+        return B.terms_exclusive(self, t, u)
+
     def materialize(self, f):
         lit = B.as_lit(f)
         if lit is not None:
@@ -862,3 +865,46 @@ def test_exact_positions_per_backend():
     for bad in ("dense", "bogus"):
         with pytest.raises(rasp.RaspError, match="knows the backends scan, sdpa and auto"):
             m.exact_positions("float32", bad)
+
+
+class _TokenCtx(_Ctx):
+    """_Ctx where nodes 2..5 are tokens: exactly one holds at a position, so two of them exclude each
+    other (as the graph builder says of token literals)."""
+
+    TOKENS = (2, 3, 4, 5)
+
+    def exclusive(self, a, b):
+        if a[0] == b[0]:
+            return a[1] != b[1]
+        return a[0] in self.TOKENS and b[0] in self.TOKENS and not a[1] and not b[1]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_not_t_and_b_keeps_the_terms_of_b_that_exclude_t(seed):
+    """``a if t else b`` where b is an exclusive sum of terms, each requiring a token (the cases of a
+    lowered value compared with a constant): the terms that exclude t stay in the result as they are,
+    the others get ``not t``; the result is the conditional at every assignment with one token."""
+    rnd = random.Random(seed)
+    ctx = _TokenCtx()
+    free = [6, 7, 8]
+
+    def conj(token):
+        lits = {(token, False): 1}
+        for v in rnd.sample(free, rnd.randint(0, 2)):
+            lits[(v, rnd.random() < 0.5)] = 1
+        return B.make_thr(lits, len(lits))
+
+    toks = rnd.sample(_TokenCtx.TOKENS, rnd.randint(2, 4))
+    b = B.Form(tuple(conj(k) for k in toks))
+    t = B.thr_form(conj(rnd.choice(_TokenCtx.TOKENS)))
+    a = rnd.choice([B.FALSE, B.TRUE, B.lit_form((rnd.choice(free), False)), B.thr_form(conj(rnd.choice(toks)))])
+    f = B.f_cond(ctx, t, a, b)
+    for token in _TokenCtx.TOKENS:
+        for bits in itertools.product((0, 1), repeat=len(free)):
+            assign = {n: int(n == token) for n in _TokenCtx.TOKENS} | dict(zip(free, bits))
+            want = a.eval(assign) if t.eval(assign) else b.eval(assign)
+            assert ctx.value(f, assign) == want
+    if not f.neg and not ctx.defs:
+        for u in b.terms:
+            if ctx.test_excludes(t.terms[0], u) and a == B.FALSE:
+                assert u in f.terms

@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import numpy as np
 import pytest
 from hypothesis import given
@@ -665,3 +666,60 @@ def test_token_keys_keep_their_intersections():
 
     m = compile_raspl(rasp.parse(LOWERS["max-min-mixed-cases"][0]))
     assert m.size["heads"] < 64
+
+
+_DESCENDING = {
+    # one branch, a max over a shifted token value: raspl_count's START
+    "max-one-branch": """alphabet 0 1 2 3
+special "<sep>"
+P2 = aggregate(select(indices, map(x -> x - 2, indices), ==), tokens, max, -1)
+START = aggregate(select("<sep>", full(1), ==), P2, max, -1)
+ok = START == 2 || START > 3
+""",
+    # a min, and a default equal to one of the values (the last test is then implied)
+    "min-default-a-value": """alphabet 0 1 2 3
+P1 = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, 0)
+LOW = aggregate(select("3", full(1), ==), P1, min, 0)
+ok = LOW == 0 || LOW == 2
+""",
+    # several branches (one per query token): raspl_ur's AFTER, named NAME__atleastN
+    "max-per-query-token": """alphabet a b c
+special "<sep>"
+PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, -1)
+AFTER = aggregate(select(PREV, tokens, ==), tokens, max, -1)
+ok = AFTER == 1 || AFTER < 0
+""",
+    # every position selects itself (nothing selected cannot happen: no default case)
+    "max-always-selected": """alphabet a b c
+P1 = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, 0)
+TOP = aggregate(select(indices, indices, <=), P1, max, 0)
+ok = TOP >= 1
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_DESCENDING))
+def test_max_and_min_aggregates_lower_to_a_descending_chain(name):
+    """A max (min) aggregate's definition is the chain ``w_0 if G_0 else w_1 if G_1 else ...`` over
+    its values, largest (smallest) first, where G_k says "a selected value is w_k or more (less)",
+    one count compared with 1 per branch, not a chain of the exact cases (see _Lowerer.descending).
+    The lowered program equals the original at every position of every input up to length 6."""
+    p = rasp.parse(_DESCENDING[name])
+    low = lower(p)
+    assert low is not None, lower_explained(p)[1]
+    name_ = next(s.name for s in p.module.statements if isinstance(s, A.Definition) and s.name not in ("P1", "P2", "PREV", "ok"))
+    expr = next(d.expr for d in low.core.defs if d.name == name_)
+    values = []
+    while isinstance(expr, A.Cond):
+        test = expr.test
+        if isinstance(test, A.Ref):  # several branches: a named disjunction over them
+            assert "__atleast" in test.name or "__atmost" in test.name
+        else:
+            assert isinstance(test, A.Compare) and isinstance(test.left, A.Count) and test.op == ">="
+        v = expr.then
+        values.append(v.value if isinstance(v, A.IntConst) else -v.operand.value if isinstance(v, A.Neg) else -v.k * v.operand.value)
+        expr = expr.other
+    assert len(values) >= 2
+    assert values == sorted(values, reverse="min" not in _DESCENDING[name].split(name_ + " = ")[1].split("\n")[0])
+    inputs = [list(w) for n in range(1, 7) for w in itertools.product(p.symbols, repeat=n)]
+    assert_same(p, low, inputs)
