@@ -258,8 +258,12 @@ class CompiledModel:
 
     def summary(self) -> str:
         s = self.size
-        return (f"{s['layers']} layers, {s['heads']} heads, d_model {s['d_model']}, MLP width {s['mlp_width']}, "
-                f"sign width {s['sign_width']}, {s['parameters']} parameters ({s['nonzero']} nonzero)")
+
+        def n(k: int, what: str) -> str:
+            return f"{k} {what}" if k == 1 else f"{k} {what}s"
+
+        return (f"{n(s['layers'], 'layer')}, {n(s['heads'], 'head')}, d_model {s['d_model']}, MLP width {s['mlp_width']}, "
+                f"sign width {s['sign_width']}, {n(s['parameters'], 'parameter')} ({s['nonzero']} nonzero)")
 
     def __repr__(self) -> str:
         return f"CompiledModel({self.kind}: {self.summary()})"

@@ -126,6 +126,13 @@ def resolve_alphabet(module: A.Module, checked: Checked, override: tuple[str, ..
     return tuple(alphabet), tuple(special)
 
 
+#: core nodes that :meth:`_Expander.expr` rebuilds from their expanded children and nothing else
+#: (a comparison outside a family compares no symbol variables)
+_PLAIN = frozenset({A.And, A.Or, A.Not, A.Compare, A.Add, A.Sub, A.Min, A.Max, A.Scale})
+#: leaves that are their own expansion
+_LEAVES = frozenset({A.BoolConst, A.IntConst, A.PosPred, A.Tokens, A.Indices})
+
+
 class _Expander:
     def __init__(self, checked: Checked, alphabet, special) -> None:
         self.checked = checked
@@ -170,6 +177,44 @@ class _Expander:
         if len(self._closed) > before:
             self._paths.add(id(e))  # a shared subtree below
         return False
+
+    def unchanged(self, e) -> bool:
+        """Whether :meth:`expr` would return an equal expression for ``e`` outside any family or
+        quantifier (``env`` empty), so that ``e`` is its own expansion: only core nodes (no ``exists``,
+        unary ``-``, named predicate, ``any``/``all``/``sum``, RASP-L primitive, named guard or indexed
+        reference), written symbols of the alphabet, references to definitions, and no conditional
+        that the expansion folds (a constant test choosing between two constants). A lowered RASP-L
+        program is mostly such definitions (raspl_ur.rasp: 10,000 nodes), which were copied node by
+        node. A loop without a call per node; where it says no, :meth:`expr` expands (and reports a
+        symbol outside the alphabet, located)."""
+        kids_of = A._CHILDREN.get
+        plain, symbols, names = _PLAIN, self.symbols, self.checked.signatures
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            kind = type(n)
+            if kind in plain:
+                kids = kids_of(kind)
+                if kids is not None:
+                    stack.extend(kids(n))
+            elif kind is A.Tok:
+                if type(n.symbol) is not A.SymLit or n.symbol.value not in symbols:
+                    return False
+            elif kind is A.Ref:
+                if n.indices or n.name not in names:
+                    return False
+            elif kind is A.Count:
+                if n.guard is not None and type(n.guard) is not A.Rel:
+                    return False
+                stack.append(n.body)
+            elif kind is A.Cond:
+                if (type(n.test) is A.BoolConst and type(n.then) is type(n.other)
+                        and type(n.then) in (A.IntConst, A.BoolConst)):
+                    return False  # folded into the chosen constant
+                stack.extend((n.test, n.then, n.other))
+            elif kind not in _LEAVES:
+                return False
+        return True
 
     def sym(self, s: A.SymRef, env: dict[str, str]) -> str:
         if isinstance(s, A.SymVar):
@@ -319,6 +364,9 @@ def expand(module: A.Module, checked: Checked, alphabet_override: tuple[str, ...
             ex.expr = ex.shared_expr  # the recursion's ``self.expr`` finds it before the method
         else:
             vars(ex).pop("expr", None)
+        if not sig.arity and ex.unchanged(d.expr):  # (no family: no shared subtrees either)
+            defs.append(A.CoreDef(name, d.expr, sig.type, span=d.span))
+            continue
         for combo in itertools.product(alphabet, repeat=sig.arity):
             env = {p.name: s for p, s in zip(d.params, combo)}
             defs.append(A.CoreDef(instance_key(name, combo), ex.expr(d.expr, env), sig.type, span=d.span))

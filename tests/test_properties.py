@@ -5,12 +5,16 @@ Profiles (tests/conftest.py): ``HYPOTHESIS_PROFILE=ci`` (default, fast) or ``tho
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import rasp
 from rasp import ast as A
+from rasp import expand as X
 from rasp import stream
 from rasp.parser import parse_module
 from rasp.printer import expr_to_str, module_to_str
@@ -127,6 +131,72 @@ def test_expansion_shares_only_what_does_not_depend_on_the_symbols(p):
     shared, plain = _expanded_both_ways(p)
     assert repr(shared) == repr(plain)
     assert shared == plain
+
+
+def _expanded_without_passing_through(p):
+    original = X._Expander.unchanged
+    try:
+        X._Expander.unchanged = lambda self, e: False
+        return X.expand(p.module, p.checked, p.alphabet)
+    finally:
+        X._Expander.unchanged = original
+
+
+@given(any_fragment)
+def test_a_definition_the_expansion_would_not_change_is_its_own_expansion(p):
+    """A definition outside any family whose expansion would equal it (``_Expander.unchanged``: core
+    nodes only, written symbols of the alphabet, references to definitions, no folded conditional)
+    is taken as it is; the core program must equal, node for node, the one expanded node by node."""
+    core = X.expand(p.module, p.checked, p.alphabet)
+    plain = _expanded_without_passing_through(p)
+    assert repr(core) == repr(plain)
+    assert core == plain
+
+
+@pytest.mark.parametrize("path", sorted(str(q) for q in Path("programs").glob("raspl_*.rasp")))
+def test_lowered_programs_pass_through_the_expansion(path):
+    """Most definitions of a lowered RASP-L program are core already (the reason for the shortcut);
+    their core program equals the one expanded node by node, and the shortcut is taken."""
+    from rasp.raspl import lower
+
+    p = rasp.load(path)
+    if len(p.alphabet) > 16:
+        p = p.with_alphabet(p.alphabet[:16])
+    low = lower(p)
+    if low is None:
+        return
+    assert low.core == _expanded_without_passing_through(low)
+    ex = X._Expander(low.checked, low.core.alphabet, low.core.special)
+    taken = [d for d in low.module.statements if isinstance(d, A.Definition) and not d.params and ex.unchanged(d.expr)]
+    assert len(taken) * 2 > len([d for d in low.module.statements if isinstance(d, A.Definition)])
+    for d in taken:
+        assert ex.expr(d.expr, {}) == d.expr
+
+
+def test_what_the_expansion_changes_is_not_passed_through():
+    """Each surface form the expansion rewrites makes ``unchanged`` say no (and the expansion then
+    rewrites it); a written symbol outside the alphabet is reported where it is written."""
+    src = """alphabet a b
+#import pos_even
+#import pred
+P[x] = "a"
+E1 = exists "a"
+E2 = -#"a" + 2 >= 0
+E3 = pos_even
+E4 = any(y, P[y])
+E5 = P["a"]
+E6 = (1 if true else 0) >= 1
+E7 = #[pred] "a" >= 1
+E8 = #[j == i - 1] "a" >= 1 && (2 if "a" else 1) >= 2 && pos[i % 2 == 0]
+"""
+    p = rasp.parse(src)
+    ex = X._Expander(p.checked, p.alphabet, ())
+    said = {d.name: ex.unchanged(d.expr) for d in p.module.statements if isinstance(d, A.Definition) and not d.params}
+    assert said == {**{f"E{k}": False for k in range(1, 8)}, "E8": True}
+    q = rasp.parse('X = "a" || "c"\n')
+    with pytest.raises(rasp.RaspError, match="not in the alphabet") as err:
+        q.with_alphabet(["a", "b"]).core
+    assert (err.value.span.line, err.value.span.column) == (1, 12)
 
 
 @given(any_fragment)
