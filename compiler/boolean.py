@@ -63,9 +63,6 @@ TERM_CAP = 4096
 MAX_TEXT_TERMS = 6
 #: a combination that fails otherwise becomes a truth table over at most this many nodes
 TABLE_LITERALS = 4
-#: ``not t and b`` keeps the terms of b that exclude t as they are when at most this many do not
-#: (see _and_not_some)
-SOME_CAP = 1
 
 Lit = tuple  # (node id, negated)
 TRUE_LIT: Lit = (REAL, False)
@@ -471,14 +468,9 @@ def f_cond(ctx: Context, t: Form, a: Form, b: Form) -> Form:
         T = t.terms[0]
         and_ = f_and if strict else _and_quiet
         x = and_(ctx, t, a)
-        y = None
-        if not b.neg and b.terms:
-            excluded = [ctx.test_excludes(T, u) for u in b.terms]
-            if all(excluded):
-                y = b  # every term of b already excludes t (e.g. another token): "not t" adds nothing
-            elif excluded.count(False) <= SOME_CAP:
-                y = _and_not_some(ctx, t, b, excluded)
-        if y is None:
+        if not b.neg and b.terms and all(ctx.test_excludes(T, u) for u in b.terms):
+            y = b  # every term of b already excludes t (e.g. another token): "not t" adds nothing
+        else:
             y = and_(ctx, f_not(t), b)
         return x, y
 
@@ -495,25 +487,6 @@ def f_cond(ctx: Context, t: Form, a: Form, b: Form) -> Form:
     if len(nodes) <= TABLE_LITERALS:
         return truth_table(lambda s: x.eval(s) or y.eval(s), nodes)
     return f_or(ctx, x, y)
-
-
-def _and_not_some(ctx: Context, t: Form, b: Form, excluded: list):
-    """``not t and b`` for an exclusive sum b some of whose terms exclude t (``excluded``, per term):
-    those terms stay as they are (each implies not t) and the others each get ``not t``, in b's order;
-    so the sum stays exclusive. None when a term does not combine without a gate (the caller then
-    takes ``not t and b`` as a whole). The cases of a lowered value compared with a constant
-    (``"0" && V == 0 | "5" && V == 5 | ...``) exclude the tests of the levels above them one by one."""
-    nt = f_not(t)
-    terms: list = []
-    for u, ex in zip(b.terms, excluded):
-        if ex:
-            terms.append(u)
-            continue
-        r = _and_quiet(ctx, nt, Form((u,)))
-        if r is None or r.neg:
-            return None
-        terms.extend(r.terms)
-    return Form(tuple(terms))
 
 
 # ----------------------------------------------------------------------------- gates

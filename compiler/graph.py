@@ -47,6 +47,7 @@ forms do not combine into one form, or as the test of a conditional chain.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -1353,6 +1354,8 @@ def build_graph(core: A.CoreProgram, normal: bool = False) -> Graph:
         b.origin = name
         lit = b.materialize(b.form_of(name))
         outputs.append((name, lit))
+    nodes, new_id = _live_nodes(b.nodes, [lit[0] for _, lit in outputs])
+    outputs = [(name, (new_id[n], neg)) for name, (n, neg) in outputs]
     definitions = {}
     for d in core.defs:
         if d.type == A.COUNT:
@@ -1366,6 +1369,51 @@ def build_graph(core: A.CoreProgram, normal: bool = False) -> Graph:
                 definitions[d.name] = "bool: fused into the gates that use it"
             elif lit[0] == REAL:
                 definitions[d.name] = f"bool: constant {'false' if lit[1] else 'true'}"
+            elif lit[0] not in new_id:
+                definitions[d.name] = "bool: not needed by the output"
             else:
-                definitions[d.name] = f"bool: {'real - ' if lit[1] else ''}node {lit[0]}"
-    return Graph(b.nodes, outputs, core.output.kind, core.symbols, core.alphabet, core.special, definitions)
+                definitions[d.name] = f"bool: {'real - ' if lit[1] else ''}node {new_id[lit[0]]}"
+    return Graph(nodes, outputs, core.output.kind, core.symbols, core.alphabet, core.special, definitions)
+
+
+def _live_nodes(nodes: list[Node], roots: list[int]) -> tuple[list[Node], dict[int, int]]:
+    """The nodes the outputs read (through their inputs; the flags BOS and REAL always), renumbered in
+    order, and the map from old ids to new. The builder makes a node when a form needs it, and a
+    later step may find the form does not matter after all: a chain's test that turns out excluded
+    (``f_cond``), or an output that folds to a constant (a lowered aggregate compared with a value it
+    cannot take). Such nodes would be dimensions, heads and layers that nothing reads. A live node
+    reads only live nodes, so every slot, and so the plan, is as it was for the nodes kept."""
+    live = bytearray(len(nodes))
+    live[B.BOS] = live[B.REAL] = 1
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if not live[n]:
+            live[n] = 1
+            stack.extend(nodes[n].inputs)
+    if all(live):  # (every bundled program: nothing to renumber)
+        return nodes, {n.id: n.id for n in nodes}
+    new_id = {}
+    for n in nodes:
+        if live[n.id]:
+            new_id[n.id] = len(new_id)
+
+    def lin(value):  # a linear form ((node, coefficient), ...) over the new ids (order kept)
+        return tuple((new_id[x], c) for x, c in value)
+
+    out = []
+    for n in nodes:
+        if not live[n.id]:
+            continue
+        params = n.params
+        if n.kind == "gate":
+            params = {**params, "neurons": tuple((lin(pre), c) for pre, c in params["neurons"])}
+        elif n.kind == "uniform" or n.kind == "local":
+            params = {**params, "value": lin(params["value"])}
+        elif n.kind == "sign":
+            params = {**params, "input": lin(params["input"])}
+        elif n.kind not in _EMBEDDED:
+            raise AssertionError(f"a node kind _live_nodes does not renumber: {n.kind}")
+        out.append(dataclasses.replace(n, id=new_id[n.id], params=params,
+                                       inputs=tuple(new_id[x] for x in n.inputs)))
+    return out, new_id

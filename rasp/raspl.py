@@ -1403,7 +1403,6 @@ class _Lowerer:
         pairs = []
         inner = bound - {p.name for p in self.current[1].params}  # quantifier variables in scope
         beyond = _Beyond(self, v, e.reduction, inner)  # shared by every branch
-        reached_of = []  # per branch: (its query condition, reached) when reduce says (see there)
         for b, (qcond, pred, guard) in enumerate(sel.branches):
             q = qcond if qcond is not None else TRUE
             if len(v.cases) > 1 and _tokset(pred) is None and isinstance(pred, (A.Or, A.And)):
@@ -1414,38 +1413,31 @@ class _Lowerer:
             for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, beyond, branch,
                                     inner).items():
                 pairs.append((w, _and(q, c)))
-            if reached_of is not None:
-                reached_of = (None if self.reached is None and pred != FALSE
-                              else reached_of + [(q, self.reached)])
-        return Fin(A.COUNT, _group(pairs), self.descending(beyond, e.default, reached_of, inner))
+        one = len(sel.branches) == 1 and q == TRUE and self.reached is not None  # (see descending)
+        return Fin(A.COUNT, _group(pairs), self.descending(beyond, e.default, self.reached) if one else None)
 
-    def descending(self, beyond: _Beyond, default: int, reached_of, inner: frozenset):
+    def descending(self, beyond: _Beyond, default: int, reached: list):
         """A max (min) aggregate's value as one chain ``w_0 if G_0 else w_1 if G_1 else ... else
         default`` over its values in the order :meth:`reduce` tries them (largest first for max),
-        where ``G_k`` = "a selected value is w_0 .. w_k" = the or over the branches of ``q and
-        reached[k]``, the signs reduce made (``#(K && V_k) >= 1``, ``V_k`` the disjunction of the
-        first k + 1 value cases): the value is w_k exactly where G_k holds and G_(k-1) does not, and
-        the branches' query conditions partition the positions. None when some branch did not make
-        them (token keys and values, a mean, at most one selected position). The exact cases stay
-        as reduce made them, per branch, for whoever reads one value (``A == 3``, a map over the
-        values: ``G_k && !G_(k-1)`` would put them a layer after the G_k of several branches,
-        which raspl_addition_hints.rasp took from 11 to 14 layers). The definition's expression is
-        this chain: compared with a constant it is two signs (each G_k implies G_(k+1), which the
-        compiler reads from the counts' bodies), where the chain of exact cases was a conjunction
-        over every value before it (raspl_count.rasp over 150 symbols: 6 layers and 84,584 nonzero
-        weights, now 4 and 55,746). Each G_k of several branches is named (``NAME__atleast5``;
-        ``atmost`` for min)."""
-        if not reached_of or all(r is None for _, r in reached_of):
-            return None
-        order = beyond.order
-        tag = "atleast" if beyond.tag == "ge" else "atmost"
+        where ``G_k`` = "a selected value is w_0 .. w_k" = ``reached[k]``, the sign reduce made
+        (``#(K && V_k) >= 1``, ``V_k`` the disjunction of the first k + 1 value cases): the value is
+        w_k exactly where G_k holds and G_(k-1) does not. The definition's expression is this chain:
+        compared with a constant it is two signs (each G_k implies G_(k+1), which the compiler reads
+        from the counts' bodies), where the chain of exact cases was a conjunction over every value
+        before it (raspl_count.rasp over 150 symbols: 6 layers and 84,584 nonzero weights, now 4 and
+        61,371). The exact cases stay as reduce made them, for whoever reads one value (``A == 3``,
+        a map over the values).
+
+        Only for a selector of one branch that every query position takes: with several, G_k is an
+        or over the branches (``"a" && #(...) >= 1 || "b" && ...``), a gate the compiler reads no
+        implication from, so the chain compared with a constant was an or over its levels, where the
+        exact case it reads was one helper (helper 89: ``A0 >= 0`` of a three-branch max went from 2
+        layers and 57 nonzero weights to 3 and 128). Nor where reduce made no signs (token keys and
+        values, a mean, at most one selected position)."""
         parts = []  # (G_k, w_k)
-        for k, w in enumerate(order):
-            g = _ors(_and(q, r[k]) for q, r in reached_of if r is not None)
-            if len(reached_of) > 1 and isinstance(g, (A.Or, A.And)):
-                g = self.share(g, f"{tag}{w}" if w >= 0 else f"{tag}m{-w}", inner)
-            parts.append((g, w))
-            if g == TRUE:
+        for k, w in enumerate(beyond.order):
+            parts.append((reached[k], w))
+            if reached[k] == TRUE:
                 break
         else:
             parts.append((TRUE, default))

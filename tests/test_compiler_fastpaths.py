@@ -486,3 +486,46 @@ def test_members_of_a_long_chain_stay_sound_past_the_cap(monkeypatch):
         assert len(got) <= 5
     assert b._members_of(f"D{n - 3}") == frozenset(f"D{k}" for k in range(n - 3, n + 1))
     assert len(b._members_of("D0")) < n
+
+
+# a lowered max compared with values it cannot take: the chain's tests are built, then the output
+# folds to a constant (helper 89's random program r199)
+_DEAD = """alphabet a b c d
+VAL = map(x -> {0: 2, 1: 3, 2: 1, 3: 1}[x] - 0, tokens)
+A2 = aggregate(select(indices, full(2), <=), VAL, max, -4)
+OUT = !(A2 != -1) && !(#(A2 == -2) >= 1) && !(A2 >= -3)
+"""
+
+
+def test_nodes_the_outputs_do_not_read_are_dropped():
+    """The builder makes a node when a form needs it, and a later step may find that it does not
+    matter (an excluded test, an output that folds to a constant): build_graph keeps only what the
+    outputs read (graph._live_nodes), renumbered. Here the output is the constant false: no head, no
+    layer. And over random programs every node but the flags is read by an output."""
+    from compiler.bounded import compile_raspl
+
+    p = rasp.parse(_DEAD)
+    m = compile_raspl(p)
+    assert (m.size["layers"], m.size["heads"]) == (0, 0)
+    inputs = [list(w) for n in range(1, 5) for w in itertools.product("abcd", repeat=n)]
+    assert m.run_batch(inputs, dtype="float64") == p.run_batch(inputs) == [False] * len(inputs)
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs(alphabet=("a", "b", "c"), fragment="C-RASP[periodic,local]", max_depth=3, max_size=24))
+def test_every_node_of_a_graph_is_read_by_an_output(p):
+    from rasp.rewrite import only_local_counts, rewrite_core
+
+    try:
+        normal = only_local_counts(p.module)
+        g = G.build_graph(p.core if normal else rewrite_core(p.core), normal=normal)
+    except rasp.RaspError:
+        return
+    live, stack = {B.BOS, B.REAL}, [lit[0] for _, lit in g.outputs]
+    while stack:
+        n = stack.pop()
+        if n not in live:
+            live.add(n)
+            stack.extend(g.nodes[n].inputs)
+    assert live == {n.id for n in g.nodes}
+    assert all(n.id == k for k, n in enumerate(g.nodes))

@@ -682,13 +682,6 @@ P1 = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, 0)
 LOW = aggregate(select("3", full(1), ==), P1, min, 0)
 ok = LOW == 0 || LOW == 2
 """,
-    # several branches (one per query token): raspl_ur's AFTER, named NAME__atleastN
-    "max-per-query-token": """alphabet a b c
-special "<sep>"
-PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, -1)
-AFTER = aggregate(select(PREV, tokens, ==), tokens, max, -1)
-ok = AFTER == 1 || AFTER < 0
-""",
     # every position selects itself (nothing selected cannot happen: no default case)
     "max-always-selected": """alphabet a b c
 P1 = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, 0)
@@ -712,10 +705,7 @@ def test_max_and_min_aggregates_lower_to_a_descending_chain(name):
     values = []
     while isinstance(expr, A.Cond):
         test = expr.test
-        if isinstance(test, A.Ref):  # several branches: a named disjunction over them
-            assert "__atleast" in test.name or "__atmost" in test.name
-        else:
-            assert isinstance(test, A.Compare) and isinstance(test.left, A.Count) and test.op == ">="
+        assert isinstance(test, A.Compare) and isinstance(test.left, A.Count) and test.op == ">="
         v = expr.then
         values.append(v.value if isinstance(v, A.IntConst) else -v.operand.value if isinstance(v, A.Neg) else -v.k * v.operand.value)
         expr = expr.other
@@ -723,3 +713,41 @@ def test_max_and_min_aggregates_lower_to_a_descending_chain(name):
     assert values == sorted(values, reverse="min" not in _DESCENDING[name].split(name_ + " = ")[1].split("\n")[0])
     inputs = [list(w) for n in range(1, 7) for w in itertools.product(p.symbols, repeat=n)]
     assert_same(p, low, inputs)
+
+
+_SEVERAL_BRANCHES = {
+    # one branch per query token: raspl_ur's AFTER
+    "max-per-query-token": """alphabet a b c
+special "<sep>"
+PREV = aggregate(select(indices, map(x -> x - 1, indices), ==), tokens, max, -1)
+AFTER = aggregate(select(PREV, tokens, ==), tokens, max, -1)
+ok = AFTER == 1 || AFTER < 0
+""",
+    # helper 89's: as a descending chain of ors over the branches, ``A0 >= 0`` took 3 layers
+    "max-of-a-map-per-query-value": """alphabet a b c d
+VAL = map(x -> {0: 1, 1: 3, 2: 3, 3: 2}[x] - 1, tokens)
+B = map(x -> x > 0, VAL)
+A0 = aggregate(select(tokens, tokens, >), B, max, -2)
+ok = A0 >= 0
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SEVERAL_BRANCHES))
+def test_a_max_over_several_branches_keeps_the_chain_of_its_exact_cases(name):
+    """With several selector branches "a selected value is w or more" is an or over them, a gate
+    the compiler reads no implication from: the definition stays the chain of its exact cases
+    (``NAME__v`` helpers), where a comparison with a constant reads one case (_Lowerer.descending)."""
+    from compiler.bounded import compile_raspl
+
+    p = rasp.parse(_SEVERAL_BRANCHES[name])
+    low = lower(p)
+    name_ = "AFTER" if "AFTER" in _SEVERAL_BRANCHES[name] else "A0"
+    expr = next(d.expr for d in low.core.defs if d.name == name_)
+    assert isinstance(expr, A.Cond) and isinstance(expr.test, A.Ref) and expr.test.name.startswith(name_ + "__")
+    inputs = [list(w) for n in range(1, 6) for w in itertools.product(p.symbols, repeat=n)]
+    assert_same(p, low, inputs)
+    if name == "max-of-a-map-per-query-value":
+        m = compile_raspl(p)
+        assert m.size["layers"] == 2
+        assert m.run_batch(inputs, dtype="float64") == p.run_batch(inputs)
