@@ -227,7 +227,7 @@ class _Builder:
         # a sign's linear form (as its head holds it, without the constant) -> the sign nodes over it
         self._signs_of_form: dict = {}
         self._form_of_sign: dict = {}  # sign node -> that form
-        self._sign_forms: dict = {}  # sign literal -> (F, c)
+        self._sign_offsets: dict = {}  # sign literal -> its constant (_sign_offset)
         # sign node -> (body, k, c): its positive literal is [k * #body + c >= 0], k = 1 or -1, a count
         # of the whole prefix (recorded where a comparison of one count with a constant makes it)
         self._sign_atoms: dict = {}
@@ -350,23 +350,18 @@ class _Builder:
         negation share one sign, see :meth:`sign_lit`). An ``==`` of counts is two such signs, so
         the cases of a count compared with several constants (``D == 0``, ``D == 1``, ...) are
         exclusive as forms, and their or is a sum rather than a gate. Forms are compared as
-        written (``2 * #a`` is not ``#a``): a sufficient test, exact for one form."""
-        (Fa, ca), (Fb, cb) = self._sign_form(a), self._sign_form(b)
-        if ca + cb >= 0 or len(Fa) != len(Fb):
-            return False
-        return all(Fb.get(n) == -v for n, v in Fa.items())
+        written (``2 * #a`` is not ``#a``): a sufficient test, exact for one form. The literals over
+        the form opposite to a's are looked up (:meth:`_opposite_signs`), not compared."""
+        return b in self._opposite_signs(a) and self._sign_offset(a) + self._sign_offset(b) < 0
 
-    def _sign_form(self, x: B.Lit) -> tuple:
-        """A sign literal as ``(F, c)``: it holds iff ``F + c >= 0`` (F over the counted nodes)."""
-        hit = self._sign_forms.get(x)
+    def _sign_offset(self, x: B.Lit) -> int:
+        """The constant c of a sign literal ``[F + c >= 0]`` (its head holds ``F + c + 1/2``; the
+        negation of ``[F + c >= 0]`` is ``[-F - c - 1 >= 0]``)."""
+        hit = self._sign_offsets.get(x)
         if hit is None:
             head = self.nodes[self.nodes[x[0]].params["input"][1][0]]
-            value = head.params["value"]  # ((BOS, c + 1/2), (node, coefficient), ...)
-            c = int(value[0][1] - 0.5)
-            F = dict(value[1:])
-            if x[1]:
-                F, c = {n: -v for n, v in F.items()}, -c - 1
-            hit = self._sign_forms[x] = (F, c)
+            c = int(head.params["value"][0][1] - 0.5)  # ((BOS, c + 1/2), (node, coefficient), ...)
+            hit = self._sign_offsets[x] = -c - 1 if x[1] else c
         return hit
 
     def forms_exclusive(self, f: Form, g: Form) -> bool:
@@ -394,10 +389,8 @@ class _Builder:
         if st and su:
             if len(st) > len(su):
                 st, su, ru = su, st, rt
-            for a in st:
-                for b in self._opposite_signs(a):
-                    if b in ru and self._sign_form(a)[1] + self._sign_form(b)[1] < 0:
-                        return True
+            if any(self._signs_exclusive(a, b) for a in st for b in self._opposite_signs(a) if b in ru):
+                return True
         return False
 
     def test_excludes(self, t: B.Thr, u: B.Thr) -> bool:

@@ -133,6 +133,14 @@ _PLAIN = frozenset({A.And, A.Or, A.Not, A.Compare, A.Add, A.Sub, A.Min, A.Max, A
 _LEAVES = frozenset({A.BoolConst, A.IntConst, A.PosPred, A.Tokens, A.Indices})
 
 
+def _folds(test, then, other) -> bool:
+    """Whether the expansion writes ``then if test else other`` (``test`` expanded) as the chosen
+    branch: a symbol comparison decided a choice between two constants, so nothing but the constant
+    is left to compute (a branch that computes something is kept, so every operation the program
+    writes is still seen by the checker)."""
+    return type(test) is A.BoolConst and type(then) is type(other) and type(then) in (A.IntConst, A.BoolConst)
+
+
 class _Expander:
     def __init__(self, checked: Checked, alphabet, special) -> None:
         self.checked = checked
@@ -208,9 +216,8 @@ class _Expander:
                     return False
                 stack.append(n.body)
             elif kind is A.Cond:
-                if (type(n.test) is A.BoolConst and type(n.then) is type(n.other)
-                        and type(n.then) in (A.IntConst, A.BoolConst)):
-                    return False  # folded into the chosen constant
+                if _folds(n.test, n.then, n.other):
+                    return False
                 stack.extend((n.test, n.then, n.other))
             elif kind not in _LEAVES:
                 return False
@@ -315,10 +322,7 @@ class _Expander:
         if kind is A.Cond:
             test = x(e.test, env)
             then, other = e.then, e.other
-            if type(test) is A.BoolConst and type(then) is type(other) and type(then) in (A.IntConst, A.BoolConst):
-                # a symbol comparison decided a choice between two constants: nothing but the
-                # constant is left to compute (a branch that computes something is kept, so every
-                # operation the program writes is still seen by the checker)
+            if _folds(test, then, other):
                 return then if test.value else other
             return A.Cond(test, x(then, env), x(other, env), span=sp)
         if kind is A.Scale:

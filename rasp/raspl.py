@@ -869,7 +869,6 @@ class _Lowerer:
         self.helpers: set[str] = set()
         self.current: tuple = ()  # (name, definition, its parameters as references) being lowered
         self.pending: list = []  # helper definitions made for it (self.share), emitted before it
-        self.reached = None  # reduce's signs of the branch it last reduced (see descending)
 
     # ------------------------------------------------------------------ values
     def count_of(self, v, node=None):
@@ -1409,12 +1408,12 @@ class _Lowerer:
                 # a compound key predicate is read once per result value: named once per branch
                 pred = self.share(pred, f"sel{b}", inner)
             branch = f"b{b}_" if len(sel.branches) > 1 else ""
-            self.reached = None
-            for w, c in self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, beyond, branch,
-                                    inner).items():
+            cases, reached = self.reduce(v, pred, guard, e.reduction, e.default, sel.at_most_one, beyond, branch,
+                                         inner)
+            for w, c in cases.items():
                 pairs.append((w, _and(q, c)))
-        one = len(sel.branches) == 1 and q == TRUE and self.reached is not None  # (see descending)
-        return Fin(A.COUNT, _group(pairs), self.descending(beyond, e.default, self.reached) if one else None)
+        one = len(sel.branches) == 1 and q == TRUE and reached is not None  # (see descending)
+        return Fin(A.COUNT, _group(pairs), self.descending(beyond, e.default, reached) if one else None)
 
     def descending(self, beyond: _Beyond, default: int, reached: list):
         """A max (min) aggregate's value as one chain ``w_0 if G_0 else w_1 if G_1 else ... else
@@ -1447,12 +1446,13 @@ class _Lowerer:
         return _chain([(g, _int(w)) for g, w in parts], A.COUNT)
 
     def reduce(self, v: Fin, pred, guard, reduction: str, default: int, at_most_one: bool,
-               beyond: _Beyond, branch: str, inner: frozenset) -> dict:
+               beyond: _Beyond, branch: str, inner: frozenset) -> tuple[dict, list | None]:
         """{result value: condition} of one selector branch (keys with pred and guard; ``beyond``
         the aggregate's shared disjunctions, ``branch`` tags the helpers named for this branch,
-        ``inner`` as for :meth:`share`)."""
+        ``inner`` as for :meth:`share`), and the signs "a selected value is w_k or more" where it
+        made them (for :meth:`descending`), else None."""
         if pred == FALSE:
-            return {default: TRUE}
+            return {default: TRUE}, None
         cnt = _count(guard, pred)
         always = guard is None and pred == TRUE  # j = i itself is always selected
         nonempty = TRUE if always else _ge1(cnt)
@@ -1477,7 +1477,7 @@ class _Lowerer:
                     seen = FALSE if c[w] == A.IntConst(0) else _ge1(c[w])
                     if k == last and (always or w == default):
                         out[w] = none_yet  # the last value, or nothing selected (never when always)
-                        return out
+                        return out, None
                     out[w] = _and(seen, none_yet)
                     none_yet = _and(none_yet, _not(seen))
                     if k < last and isinstance(none_yet, A.And):
@@ -1485,7 +1485,7 @@ class _Lowerer:
                         none_yet = self.share(none_yet, f"{branch}{tag}", inner)
                 if not always:
                     out[default] = _or(out.get(default, FALSE), none_yet)
-                return out
+                return out, None
             # otherwise one count per value, of "a selected position has one of w_0 .. w_k"
             # (the disjunction named once for every branch, NAME__ge5): the value is w_k iff
             # that holds and the count up to w_(k-1) does not, two signs whatever k is (a chain
@@ -1493,15 +1493,14 @@ class _Lowerer:
             # token cannot tell apart across branches: raspl_addition_hints took 20 s)
             reached = [_ge1(c[order[0]])] + [_ge1(_count(guard, _and(pred, beyond.expr(k + 1, pred))))
                                              for k in range(1, last)] + [nonempty]
-            self.reached = reached  # for the aggregate's descending chain (see descending)
             for k, w in enumerate(order):
                 if k == last and (always or w == default):
                     out[w] = _not(reached[k - 1]) if k else TRUE  # the last value, or nothing selected
-                    return out
+                    return out, reached
                 out[w] = _and(reached[k], _not(reached[k - 1])) if k else reached[0]
             if not always:
                 out[default] = _or(out.get(default, FALSE), _not(reached[last]))
-            return out
+            return out, reached
         else:  # mean, truncated toward zero: S / n with S = sum w * c_w, n = cnt
             lo, hi = values[0], values[-1]
             S = A.IntConst(0)
@@ -1535,7 +1534,7 @@ class _Lowerer:
                 out[qv] = cond
         if empty != FALSE:
             out[default] = _or(out.get(default, FALSE), empty)
-        return out
+        return out, None
 
     # ------------------------------------------------------------------ the program
     def helper_name(self, name: str, w: int | str) -> str:
