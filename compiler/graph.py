@@ -222,6 +222,7 @@ class _Builder:
         self._pairs: dict = {}
         self._walks: dict = {}  # (chain, paths) -> chain_walk's levels
         self._runs: dict = {}  # id of a walk's level list -> its token runs (_token_runs)
+        self._implied: dict = {}  # id of a walk's level list -> its runs of implied tests (_implied_runs)
         self._req: dict = {}  # threshold term -> what terms_exclusive needs of it
         self._sign_lits: set = set()  # both literals of every sign node
         # a sign's linear form (as its head holds it, without the constant) -> the sign nodes over it
@@ -471,6 +472,13 @@ class _Builder:
                     self._unfolding -= 1
         if tx is A.Tok and ty is A.Tok:
             return x.symbol.value == y.symbol.value
+        if tx is A.Compare and ty is A.Compare:  # [k #P + c >= 0] implies [k #Q + d >= 0] (see
+            # _signs_imply_exclusive), for counts of the whole prefix
+            sx, sy = _count_vs_constant(x), _count_vs_constant(y)
+            if (sx is None or sy is None or x.op in ("==", "!=") or y.op in ("==", "!=")
+                    or sx[0].guard is not None or sy[0].guard is not None or sx[1] != sy[1] or sx[2] > sy[2]):
+                return False
+            return self.body_implies(sx[0].body, sy[0].body) if sx[1] == 1 else self.body_implies(sy[0].body, sx[0].body)
         return (ty is A.BoolConst and y.value) or (tx is A.BoolConst and not x.value)
 
     def _members_of(self, name: str) -> frozenset:
@@ -905,9 +913,34 @@ class _Builder:
                 if skip <= top:
                     top = skip - 1
                     continue
-            b = self.cond_form(e, a, b)
+            b2 = self.cond_form(e, a, b)
+            if a == FALSE and (b2 is b or b2 == b):
+                # b excludes this level's test; each level below it in a run of implied tests has a
+                # test that implies this one, so b excludes it too (see the docstring)
+                while nonfalse[-1] > top:
+                    nonfalse.pop()
+                starts = self._implied_runs(walk)
+                top = min(top, max(nonfalse[-1] + 1, starts[top])) - 1
+                continue
+            b = b2
             top -= 1
         return b
+
+    def _implied_runs(self, walk) -> list:
+        """For :meth:`cond_chain`'s fold: per level L of the walk, the first level of the run ending
+        at L in which every level's test implies the next one's (:meth:`body_implies`). A lowered max
+        aggregate's chain ``w0 if #(K && V_0) >= 1 else w1 if #(K && V_1) >= 1 else ...`` is one run
+        (``V_k = V_(k+1) || ...``): compared with a constant, every level above the matching one has
+        a FALSE branch and a test that the else form already excludes, so the fold stops asking at
+        the first of them instead of once per level per family instance."""
+        key = id(walk)
+        hit = self._implied.get(key)
+        if hit is None:
+            hit = [0]
+            for i in range(1, len(walk)):
+                hit.append(hit[-1] if self.body_implies(walk[i - 1][0].test, walk[i][0].test) else i)
+            self._implied[key] = hit
+        return hit
 
     def _token_runs(self, walk):
         """For :meth:`cond_chain`'s fold: (per level, the token node of its test when that test is a

@@ -449,7 +449,11 @@ def test_signs_that_imply_each_other_exclude_their_negations():
 
 
 _BODY = st.recursive(
-    st.sampled_from(['"a"', '"b"', '"c"', "V0", "V1", "V2", "V3", "K", "W", "true", "false"]),
+    st.sampled_from(['"a"', '"b"', '"c"', "V0", "V1", "V2", "V3", "K", "W", "true", "false",
+                     # comparisons of one count with a constant, which body_implies reads as signs
+                     "(#(K && V1) >= 1)", "(#(K && V2) >= 1)", "(#(V2 && K) >= 2)", "(#V1 >= 2)", "(#V3 <= 1)",
+                     "(2 >= #V0)", "(#V1 > 1)", "(1 < #V2)", "(#V0 == 1)", "(#V3 != 1)", "(#[j == i - 1] V1 >= 1)",
+                     "(#[j == i - 1] V2 >= 1)"]),
     lambda sub: st.one_of(st.tuples(sub, sub).map(lambda t: f"({t[0]} || {t[1]})"),
                           st.tuples(sub, sub).map(lambda t: f"({t[0]} && {t[1]})"),
                           sub.map(lambda t: f"!{t}")),
@@ -468,6 +472,80 @@ def test_body_implies_is_sound(x, y):
     inputs = [list(w) for n in range(1, 5) for w in itertools.product("abcd", repeat=n)]
     v = p.evaluate(inputs)
     assert not (v["X"].astype(bool) & ~v["Y"].astype(bool)).any()
+
+
+def test_body_implies_reads_comparisons_of_one_count_with_a_constant():
+    """Where the tests of a lowered max's chain need it (each implies the next), and not beyond: the
+    bodies must imply each other the right way round for the operator, the constants must allow it,
+    and equalities and local counts are never read."""
+    def implies(x, y):
+        p = rasp.parse(_CHAIN + f"X = {x}\nY = {y}\noutput accept X\n")
+        b = G._Builder(p.core)
+        return b.body_implies(b.defs["X"].expr, b.defs["Y"].expr)
+
+    assert implies("#(K && V1) >= 1", "#(K && V0) >= 1")
+    assert implies("#(K && V2) >= 2", "#(V0 && K) > 0")
+    assert not implies("#(K && V0) >= 1", "#(K && V1) >= 1")  # V0 does not imply V1
+    assert not implies("#(K && V1) >= 1", "#(K && V0) >= 2")  # a count of 1 does not imply one of 2
+    assert implies("#V0 <= 1", "#V2 < 3") and implies("1 >= #V0", "#V1 <= 1")
+    assert not implies("#V2 <= 1", "#V0 <= 1")  # V2 implies V0: fewer V2 than V0, not more
+    assert not implies("#V1 == 1", "#V0 >= 1") and not implies("#V1 >= 1", "#V1 == 1")
+    assert not implies("#[j == i - 1] V1 >= 1", "#[j == i - 1] V0 >= 1")  # (local counts: not read)
+    # every claim between these comparisons holds at every position of every input up to length 4
+    cmps = [f"{l} {op} {r}" for body in ("V0", "V1", "V3", "(K && V1)", "(V1 && K)") for m in (0, 1, 2)
+            for l, op, r in ((f"#{body}", ">=", m), (f"#{body}", "<", m), (m, "<", f"#{body}"), (m, ">=", f"#{body}"))]
+    p = rasp.parse(_CHAIN + "".join(f"C{k} = {c}\n" for k, c in enumerate(cmps)) + "output accept C0\n")
+    b = G._Builder(p.core)
+    inputs = [list(w) for n in range(1, 5) for w in itertools.product("abcd", repeat=n)]
+    v = p.evaluate(inputs)
+    claims = 0
+    for i, j in itertools.product(range(len(cmps)), repeat=2):
+        if b.body_implies(b.defs[f"C{i}"].expr, b.defs[f"C{j}"].expr):
+            claims += 1
+            assert not (v[f"C{i}"].astype(bool) & ~v[f"C{j}"].astype(bool)).any(), (cmps[i], cmps[j])
+    assert claims > 3 * len(cmps)
+
+
+#: tests for the chains below: counts of bodies that imply each other ("a" implies a || b implies
+#: true), compared with constants either way
+_TESTS = [f"#{body} {op} {m}" for body in ('"a"', '("a" || "b")', "true") for op in (">=", "<=") for m in (1, 2, 3)]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(_TESTS), st.integers(0, 3)), min_size=1, max_size=6), st.integers(0, 3),
+       st.integers(0, 3), st.booleans())
+def test_a_chain_of_implied_tests_compared_with_a_constant(levels, default, c, ordered):
+    """cond_chain's fold stops at the first level of a run of tests that each imply the next
+    (``_Builder._implied_runs``) once the else form excludes a test: every test below it implies it,
+    so ``not t and b`` is b at each. On random chains ``w0 if t0 else w1 if t1 else ...`` of count
+    comparisons (sorted into an order where many imply the next, or as drawn), ``V == c`` and ``V <=
+    c`` are what the interpreter says at the last position of every input up to length 5 (so at
+    every position of every input up to that length)."""
+    if ordered:  # stronger tests first: larger counts of narrower bodies for >=, the reverse for <=
+        rank = {t: k for k, t in enumerate(_TESTS)}
+        levels = sorted(levels, key=lambda lv: (">=" not in lv[0], rank[lv[0]] * (-1 if ">=" in lv[0] else 1)))
+    chain = " else ".join(f"{w} if {t}" for t, w in levels) + f" else {default}"
+    p = rasp.parse(f"alphabet a b c\nV = {chain}\nX = V == {c}\nY = V <= {c}\nOUT = X || (Y && \"c\")\n"
+                   "output accept OUT\n")
+    inputs = [list(w) for n in range(1, 6) for w in itertools.product("abc", repeat=n)]
+    assert compiler.compile(p).run_batch(inputs, dtype="float64") == p.run_batch(inputs), chain
+
+
+def test_the_fold_skips_a_run_of_implied_tests():
+    """A lowered max compared with each of its values (raspl_count.rasp's ``OUT == CODE[x]``): the
+    fold asks cond_form once above the matching level, not once per level (was quadratic)."""
+    program = _alphabet("programs/raspl_count.rasp", 40)
+    calls = {"cond_form": 0}
+    cond_form = G._Builder.cond_form
+
+    def count(self, *a):
+        calls["cond_form"] += 1
+        return cond_form(self, *a)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(G._Builder, "cond_form", count)
+        compiler.compile(program)
+    assert calls["cond_form"] < 40 * 40 // 2  # was about 40^2 / 2 + 40 * 4
 
 
 def test_members_of_a_long_chain_stay_sound_past_the_cap(monkeypatch):
