@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import rasp
@@ -251,6 +251,39 @@ def test_expansion_does_not_share_symbol_comparisons():
     ]:
         shared, plain = _expanded_both_ways(rasp.parse(src))
         assert repr(shared) == repr(plain), src
+
+
+_SIDES = ["y", "x", '"b"', '"<sep>"']
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 6), st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), st.sampled_from(_SIDES),
+       st.sampled_from(_SIDES), st.integers(-3, 3), st.integers(-3, 3))
+def test_a_sum_of_a_symbol_comparisons_constants_is_counted_at_once(n, op, left, right, c1, c2):
+    """``sum(y, c1 if y OP x else c2)`` expands to the number the sum of its folded parts would be
+    (``_Expander.symbol_count``), for every comparison, either side, the summed variable against the
+    family's variable, a written data symbol or a special (codes after the data symbols), or itself;
+    a negative constant is written ``-k`` (not a constant node): then neither way folds."""
+    assume(left in ("x", "y") or right in ("x", "y"))  # (two written symbols: a type error)
+    alphabet = ["a", "b", "c", "d", "e", "f"][:max(n, 2)]
+    src = (f"alphabet {' '.join(alphabet)}\nspecial \"<sep>\"\n"
+           f"S[x] = sum(y, {c1} if {left} {op} {right} else {c2})\nP[x] = #\"a\" == S[x]\noutput generate P\n")
+    p = rasp.parse(src)
+    counted = {d.name: d.expr for d in X.expand(p.module, p.checked, p.alphabet).defs}
+    original = X._Expander.symbol_count
+    X._Expander.symbol_count = lambda self, e, env: None
+    try:
+        plain = {d.name: d.expr for d in X.expand(p.module, p.checked, p.alphabet).defs}
+    finally:
+        X._Expander.symbol_count = original
+    assert counted == plain
+    codes = {t: k for k, t in enumerate(alphabet + ["<sep>"])}
+    for x in alphabet:
+        value = lambda s, y: codes[y if s == "y" else x if s == "x" else s.strip('"')]  # noqa: E731
+        ops = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__}
+        want = sum(c1 if ops[op](value(left, y), value(right, y)) else c2 for y in alphabet)
+        if c1 >= 0 and c2 >= 0:
+            assert counted[f"S[{x}]"] == A.IntConst(want)
 
 
 def test_expansion_folds_constants_a_symbol_comparison_decides():
