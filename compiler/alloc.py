@@ -2,11 +2,12 @@
 
 Every node gets its own residual dimension, never reused, so every intermediate value can be read
 off the final residual stream (``CompiledModel.residual``). Order: the embedding features (``bos``,
-``real``, tokens in alphabet order, periodic predicates), then the nodes of each layer by slot
+``real``, tokens in alphabet order, token sets, periodic predicates), then the nodes of each layer by slot
 (heads, signs, gates). Each dimension carries a label (the program value) and its encoding:
 
 * ``flag``: ``bos`` / ``real``;
-* ``bool``: exactly 0 or 1 at real positions, 0 at BOS (tokens, periodic, local heads, signs, gates);
+* ``bool``: exactly 0 or 1 at real positions, 0 at BOS (tokens, token sets, periodic, local heads, signs,
+  gates);
 * ``frac``: a uniform head's output, ``(E + 1/2) / (t + 1)`` for an integer E (t = position + 1).
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from .plan import Plan
 
-ENCODING = {"bos": "flag", "real": "flag", "token": "bool", "periodic": "bool", "local": "bool",
+ENCODING = {"bos": "flag", "real": "flag", "token": "bool", "tokenset": "bool", "periodic": "bool", "local": "bool",
             "sign": "bool", "gate": "bool", "uniform": "frac"}
 
 
@@ -37,9 +38,11 @@ def allocate(plan: Plan) -> Allocation:
 
     def embed_key(i):
         n = g.nodes[i]
-        order = {"bos": 0, "real": 1, "token": 2, "periodic": 3}[n.kind]
+        order = {"bos": 0, "real": 1, "token": 2, "tokenset": 3, "periodic": 4}[n.kind]
         if n.kind == "token":
             return (order, symbols.get(n.params["symbol"], 0), 0)
+        if n.kind == "tokenset":
+            return (order, tuple(symbols[s] for s in n.params["symbols"]), 0)
         if n.kind == "periodic":
             return (order, n.params["period"], n.params["residues"])
         return (order, 0, 0)

@@ -12,6 +12,7 @@ kind        value at position t (t = 0 is BOS; input position p = t - 1)
 ==========  =====================================================================================
 bos, real   1 at BOS / 1 at every other position (embedding flags; ``one = bos + real``)
 token       1 where the token is ``symbol`` (embedding)
+tokenset    1 where the token is one of ``symbols`` (embedding; read only by heads, see ``count_lit``)
 periodic    1 where p mod M is in ``residues`` (periodic positional embedding, 0 at BOS)
 local       the literal ``value`` at t - d, or at BOS (0) when t - d <= 0 (a local head)
 uniform     the average of ``value`` over positions 0..t (a uniform head; a ``frac`` dimension)
@@ -125,7 +126,7 @@ class Graph:
 
 
 _PHASE = {"uniform": 0, "local": 0, "sign": 1, "gate": 2}
-_EMBEDDED = frozenset(("bos", "real", "token", "periodic"))  # the kinds the embedding computes (slot -1)
+_EMBEDDED = frozenset(("bos", "real", "token", "tokenset", "periodic"))  # the kinds the embedding computes (slot -1)
 
 
 def next_slot(kind: str, input_slots) -> int:
@@ -236,6 +237,9 @@ class _Builder:
         self._implies_memo: dict = {}  # (id, id) of two bool expressions -> body_implies
         self._unfolding = 0  # references body_implies has replaced by their definitions, one inside the other
         self._token_lits: set = set()  # (token node, False): a token's positive literal
+        self._token_nodes: set = set()  # token nodes
+        self._token_sets: dict = {}  # form -> _token_set
+        self._set_forms: dict = {}  # form -> _set_form
         self._periodic_lits: set = set()  # both literals of every periodic node
         # the core's symbols are a computed property: read them once
         self.symbols: tuple[str, ...] = core.symbols
@@ -267,6 +271,7 @@ class _Builder:
     def token(self, symbol: str) -> Node:
         n = self._node("token", ("token", symbol), f'"{symbol}"', {"symbol": symbol}, ())
         self._token_lits.add((n.id, False))
+        self._token_nodes.add(n.id)
         return n
 
     def token_form(self, symbol: str) -> Form:
@@ -277,6 +282,14 @@ class _Builder:
         if f is None:
             f = self._token_forms[symbol] = B.lit_form((self.token(symbol).id, False))
         return f
+
+    def tokenset(self, symbols: tuple) -> B.Lit:
+        """The embedding feature ``[token in symbols]`` (two or more symbols, in alphabet order): one
+        row of the token embedding per symbol. Only the key side of a head reads it (see
+        :meth:`count_lit`)."""
+        n = self._node("tokenset", ("tokenset", symbols), lambda: "tokens in {" + ", ".join(symbols) + "}",
+                       {"symbols": symbols}, ())
+        return (n.id, False)
 
     def periodic(self, M: int, residues: frozenset) -> B.Lit:
         if not residues:
@@ -1166,7 +1179,98 @@ class _Builder:
         return None
 
     def count_lit(self, body) -> B.Lit:
-        return self.materialize(self.bool_expr(body))
+        """The literal a head counts: the body's form as one node. Where that form is a set S of
+        two or more tokens, ``[token in S]``, or ``C && [token in S]`` for a conjunction C that reads
+        no token (a sum of ``C && t`` over t in S), the set is one embedding feature
+        (:meth:`tokenset`) and the gate, if any, one neuron: ``#(PREV__3 && AFTER__ge5)`` of a
+        lowered max is ``relu(PREV__3 + [token >= 5] - 1)``, where the gate of the sum ``PREV__3 &&
+        "5" + PREV__3 && "6" + ...`` had one neuron per token (shared between nested sets, but each
+        gate wrote every one of them). The feature is 1 exactly where the sum is (tokens are
+        exclusive; both are 0 at BOS), so the head counts the same. Every body whose form is the
+        same sum gets the same literal (:meth:`_set_form`), so their heads and signs are shared as
+        before; a body written ``C && S`` goes there without building the sum."""
+        if type(body) is A.And:
+            left, right = self.bool_expr(body.left), self.bool_expr(body.right)
+            if len(left.terms) < 2 and len(right.terms) < 2 and not (left.neg or right.neg):
+                return self.materialize(self.bool_expr(body))  # (no side is a set: most bodies)
+            sl, sr = self._token_set(left), self._token_set(right)
+            if (sl is None) != (sr is None):
+                other = right if sl is not None else left
+                t = other.terms[0] if len(other.terms) == 1 and not other.neg else None
+                if t is not None and t.conj and not (other.nodes() & self._token_nodes):
+                    # what _set_form makes of the sum bool_expr(body) would build
+                    return self.materialize(self.f_and(other, sl or sr))
+        f = self.bool_expr(body)
+        g = self._set_form(f)
+        if g is None:
+            return self.materialize(f)
+        return self.materialize(g)
+
+    def _token_set(self, f: Form):
+        """:meth:`tokenset`'s literal as a form when f is ``[token in S]`` for a set S of two or more
+        symbols but not all (a sum of positive token literals, or its negation: an or of tokens is
+        such a sum, tokens being exclusive); else None."""
+        if len(f.terms) < 2 and not f.neg:
+            return None  # (most forms: one term)
+        hit = self._token_sets.get(f, False)
+        if hit is not False:
+            return hit
+        toks = set()
+        for t in f.terms:
+            if len(t.lits) != 1 or t.theta != 1 or t.lits[0][0] not in self._token_lits:
+                toks = None
+                break
+            toks.add(t.lits[0][0][0])
+        out = None
+        if toks is not None:
+            out = self._set_lit(toks, f.neg)
+        self._token_sets[f] = out
+        return out
+
+    def _set_lit(self, toks, complement: bool = False):
+        """The form of :meth:`tokenset` over the symbols of the token nodes ``toks`` (or of every
+        other symbol), or None when that is fewer than two symbols or all of them."""
+        syms = {self.nodes[n].params["symbol"] for n in toks}
+        if complement:
+            syms = set(self.symbols) - syms
+        if 2 <= len(syms) < len(self.symbols):
+            return B.lit_form(self.tokenset(tuple(s for s in self.symbols if s in syms)))
+        return None
+
+    def _set_form(self, f: Form):
+        """f as :meth:`_token_set`, or as ``C && [token in S]`` when f is the sum of ``C && t`` over
+        two or more tokens t, C one conjunction of literals that reads no token; else None."""
+        if len(f.terms) < 2 and not f.neg:
+            return None
+        hit = self._set_forms.get(f, False)
+        if hit is not False:
+            return hit
+        out = self._token_set(f)
+        if out is None and not f.neg:
+            rest0, toks = None, []
+            for t in f.terms:
+                if not t.conj:
+                    break
+                tok, rest = None, []
+                for l, _ in t.lits:
+                    if l[0] in self._token_nodes:
+                        if tok is not None or l[1]:
+                            break
+                        tok = l[0]
+                    else:
+                        rest.append(l)
+                else:
+                    if tok is not None and rest and (rest0 is None or rest == rest0):
+                        rest0 = rest
+                        toks.append(tok)
+                        continue
+                break
+            else:
+                s = self._set_lit(toks)
+                if s is not None:
+                    out = self.f_and(B.Form((B.make_thr({l: 1 for l in rest0}, len(rest0)),)), s)
+        self._set_forms[f] = out
+        return out
 
     def linear_atom(self, terms: dict, c: int) -> Form:
         F: dict = {}  # node -> coefficient in the head value

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .graph import Graph
 
-EMBED_KINDS = ("bos", "real", "token", "periodic")
+EMBED_KINDS = ("bos", "real", "token", "tokenset", "periodic")
 
 
 @dataclass

@@ -120,6 +120,9 @@ def build_weights(plan: Plan, alloc: Allocation) -> tuple[dict, dict[str, tuple]
     for n in nodes:
         if n.kind == "token":
             tok.add((sym_index[n.params["symbol"]], ix[n.id]), 1.0)
+        elif n.kind == "tokenset":
+            for s in n.params["symbols"]:
+                tok.add((sym_index[s], ix[n.id]), 1.0)
     for M in g.periods:
         table = W[f"embed.periodic_{M}"] = COO(M, d)
         for n in nodes:
