@@ -240,6 +240,7 @@ class _Builder:
         self._token_nodes: set = set()  # token nodes
         self._token_sets: dict = {}  # form -> _token_set
         self._set_forms: dict = {}  # form -> _set_form
+        self._set_lits: dict = {}  # symbols -> the form of their tokenset literal
         self._periodic_lits: set = set()  # both literals of every periodic node
         # the core's symbols are a computed property: read them once
         self.symbols: tuple[str, ...] = core.symbols
@@ -1199,7 +1200,7 @@ class _Builder:
                 t = other.terms[0] if len(other.terms) == 1 and not other.neg else None
                 if t is not None and t.conj and not (other.nodes() & self._token_nodes):
                     # what _set_form makes of the sum bool_expr(body) would build
-                    return self.materialize(self.f_and(other, sl or sr))
+                    return self.materialize(self.f_and(other, self._set_lit(sl or sr)))
         f = self.bool_expr(body)
         g = self._set_form(f)
         if g is None:
@@ -1207,9 +1208,9 @@ class _Builder:
         return self.materialize(g)
 
     def _token_set(self, f: Form):
-        """:meth:`tokenset`'s literal as a form when f is ``[token in S]`` for a set S of two or more
-        symbols but not all (a sum of positive token literals, or its negation: an or of tokens is
-        such a sum, tokens being exclusive); else None."""
+        """The symbols S, in alphabet order, when f is ``[token in S]`` for two or more symbols but
+        not all (a sum of positive token literals, or its negation: an or of tokens is such a sum,
+        tokens being exclusive); else None. (The node is made where it is read, :meth:`_set_lit`.)"""
         if len(f.terms) < 2 and not f.neg:
             return None  # (most forms: one term)
         hit = self._token_sets.get(f, False)
@@ -1223,19 +1224,26 @@ class _Builder:
             toks.add(t.lits[0][0][0])
         out = None
         if toks is not None:
-            out = self._set_lit(toks, f.neg)
+            out = self._symbols_of(toks, f.neg)
         self._token_sets[f] = out
         return out
 
-    def _set_lit(self, toks, complement: bool = False):
-        """The form of :meth:`tokenset` over the symbols of the token nodes ``toks`` (or of every
-        other symbol), or None when that is fewer than two symbols or all of them."""
+    def _symbols_of(self, toks, complement: bool = False):
+        """The symbols of the token nodes ``toks`` (or every other symbol) in alphabet order, or None
+        when that is fewer than two symbols or all of them."""
         syms = {self.nodes[n].params["symbol"] for n in toks}
         if complement:
             syms = set(self.symbols) - syms
         if 2 <= len(syms) < len(self.symbols):
-            return B.lit_form(self.tokenset(tuple(s for s in self.symbols if s in syms)))
+            return tuple(s for s in self.symbols if s in syms)
         return None
+
+    def _set_lit(self, symbols: tuple) -> Form:
+        """The form of the literal of :meth:`tokenset` over ``symbols``."""
+        f = self._set_lits.get(symbols)
+        if f is None:
+            f = self._set_lits[symbols] = B.lit_form(self.tokenset(symbols))
+        return f
 
     def _set_form(self, f: Form):
         """f as :meth:`_token_set`, or as ``C && [token in S]`` when f is the sum of ``C && t`` over
@@ -1246,7 +1254,9 @@ class _Builder:
         if hit is not False:
             return hit
         out = self._token_set(f)
-        if out is None and not f.neg:
+        if out is not None:
+            out = self._set_lit(out)
+        elif not f.neg:
             rest0, toks = None, []
             for t in f.terms:
                 if not t.conj:
@@ -1266,9 +1276,9 @@ class _Builder:
                         continue
                 break
             else:
-                s = self._set_lit(toks)
+                s = self._symbols_of(toks)
                 if s is not None:
-                    out = self.f_and(B.Form((B.make_thr({l: 1 for l in rest0}, len(rest0)),)), s)
+                    out = self.f_and(B.Form((B.make_thr({l: 1 for l in rest0}, len(rest0)),)), self._set_lit(s))
         self._set_forms[f] = out
         return out
 

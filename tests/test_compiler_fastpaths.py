@@ -620,6 +620,11 @@ def test_token_sets_in_count_bodies_are_embedding_features(tmp_path):
     assert len(gate.params["neurons"]) == 1
     b = G._Builder(p.core)  # the set written in the body, or behind a definition: one head, one sign
     assert b.form_of("X2") == b.form_of("X7")
+    made = []  # a set is made only where a head reads it (X4's "a" || "b" is not: the other side reads "a")
+    live_nodes = G._live_nodes
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(G, "_live_nodes", lambda nodes, roots: made.append(len(nodes)) or live_nodes(nodes, roots))
+        assert len(G.build_graph(p.core).nodes) == made[0]
     m.save(tmp_path / "m")
     assert compiler.load(tmp_path / "m").run_batch(inputs[:400], dtype="float64") == p.run_batch(inputs[:400])
 
