@@ -241,6 +241,7 @@ class _Builder:
         self._token_sets: dict = {}  # form -> _token_set
         self._set_forms: dict = {}  # form -> _set_form
         self._set_lits: dict = {}  # symbols -> the form of their tokenset literal
+        self._count_lits: dict = {}  # id of a count's body -> count_lit
         self._periodic_lits: set = set()  # both literals of every periodic node
         # the core's symbols are a computed property: read them once
         self.symbols: tuple[str, ...] = core.symbols
@@ -1190,6 +1191,12 @@ class _Builder:
         exclusive; both are 0 at BOS), so the head counts the same. Every body whose form is the
         same sum gets the same literal (:meth:`_set_form`), so their heads and signs are shared as
         before; a body written ``C && S`` goes there without building the sum."""
+        hit = self._count_lits.get(id(body))  # (sort.rasp's RANK[y] is read by every comparison
+        if hit is None:  # of its branches; the core's nodes live as long as the builder)
+            hit = self._count_lits[id(body)] = self._count_lit(body)
+        return hit
+
+    def _count_lit(self, body) -> B.Lit:
         if type(body) is A.And:
             left, right = self.bool_expr(body.left), self.bool_expr(body.right)
             if len(left.terms) < 2 and len(right.terms) < 2 and not (left.neg or right.neg):
