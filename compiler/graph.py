@@ -237,7 +237,6 @@ class _Builder:
         self._implies_memo: dict = {}  # (id, id) of two bool expressions -> body_implies
         self._unfolding = 0  # references body_implies has replaced by their definitions, one inside the other
         self._token_lits: set = set()  # (token node, False): a token's positive literal
-        self._token_nodes: set = set()  # token nodes
         self._token_sets: dict = {}  # form -> _token_set
         self._set_forms: dict = {}  # form -> _set_form
         self._set_lits: dict = {}  # symbols -> the form of their tokenset literal
@@ -273,7 +272,6 @@ class _Builder:
     def token(self, symbol: str) -> Node:
         n = self._node("token", ("token", symbol), f'"{symbol}"', {"symbol": symbol}, ())
         self._token_lits.add((n.id, False))
-        self._token_nodes.add(n.id)
         return n
 
     def token_form(self, symbol: str) -> Form:
@@ -445,7 +443,13 @@ class _Builder:
         selected value is w_k or more"): each test implies the next, so the chain compared with a
         constant is two signs, not a conjunction over every level above it."""
         x, y = self._atom_of(a), self._atom_of((b[0], not b[1]))
-        if x is None or y is None or x[1] != y[1] or x[2] > y[2]:
+        return x is not None and y is not None and self._atom_implies(x, y)
+
+    def _atom_implies(self, x: tuple, y: tuple) -> bool:
+        """Whether ``[k #P + c >= 0]`` implies ``[k' #Q + d >= 0]`` (atoms ``(P, k, c)``, ``(Q, k', d)``,
+        k and k' = 1 or -1, counts of the whole prefix): k = k', c <= d, and P implies Q (k = 1) or Q
+        implies P (k = -1), by :meth:`body_implies`."""
+        if x[1] != y[1] or x[2] > y[2]:
             return False
         return self.body_implies(x[0], y[0]) if x[1] == 1 else self.body_implies(y[0], x[0])
 
@@ -487,13 +491,12 @@ class _Builder:
                     self._unfolding -= 1
         if tx is A.Tok and ty is A.Tok:
             return x.symbol.value == y.symbol.value
-        if tx is A.Compare and ty is A.Compare:  # [k #P + c >= 0] implies [k #Q + d >= 0] (see
-            # _signs_imply_exclusive), for counts of the whole prefix
+        if tx is A.Compare and ty is A.Compare:  # two comparisons of one count with a constant
             sx, sy = _count_vs_constant(x), _count_vs_constant(y)
             if (sx is None or sy is None or x.op in ("==", "!=") or y.op in ("==", "!=")
-                    or sx[0].guard is not None or sy[0].guard is not None or sx[1] != sy[1] or sx[2] > sy[2]):
+                    or sx[0].guard is not None or sy[0].guard is not None):
                 return False
-            return self.body_implies(sx[0].body, sy[0].body) if sx[1] == 1 else self.body_implies(sy[0].body, sx[0].body)
+            return self._atom_implies((sx[0].body, sx[1], sx[2]), (sy[0].body, sy[1], sy[2]))
         return (ty is A.BoolConst and y.value) or (tx is A.BoolConst and not x.value)
 
     def _members_of(self, name: str) -> frozenset:
@@ -1205,14 +1208,12 @@ class _Builder:
             if (sl is None) != (sr is None):
                 other = right if sl is not None else left
                 t = other.terms[0] if len(other.terms) == 1 and not other.neg else None
-                if t is not None and t.conj and not (other.nodes() & self._token_nodes):
+                if t is not None and t.conj and not any((n, False) in self._token_lits for n in other.nodes()):
                     # what _set_form makes of the sum bool_expr(body) would build
                     return self.materialize(self.f_and(other, self._set_lit(sl or sr)))
         f = self.bool_expr(body)
         g = self._set_form(f)
-        if g is None:
-            return self.materialize(f)
-        return self.materialize(g)
+        return self.materialize(f if g is None else g)
 
     def _token_set(self, f: Form):
         """The symbols S, in alphabet order, when f is ``[token in S]`` for two or more symbols but
@@ -1270,7 +1271,7 @@ class _Builder:
                     break
                 tok, rest = None, []
                 for l, _ in t.lits:
-                    if l[0] in self._token_nodes:
+                    if (l[0], False) in self._token_lits:
                         if tok is not None or l[1]:
                             break
                         tok = l[0]
