@@ -742,11 +742,21 @@ def only_local_counts(module: A.Module) -> bool:
     walked to learn that (the compiler's class check and rewrite are skipped)."""
     from .builtins import UNARY
 
+    kids_of = A._CHILDREN.get
+    seen: set[int] = set()  # composite expressions already looked at (a lowered program shares them)
     for s in module.statements:
         if not isinstance(s, A.Definition):
             continue
-        for node in A.walk(s.expr):
+        stack = [s.expr]
+        while stack:  # (a loop without a call per node: it runs over every lowered RASP-L program)
+            node = stack.pop()
             kind = type(node)
+            kids = kids_of(kind)
+            if kids is not None:
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                stack.extend(kids(node))
             if kind is A.Count or kind is A.Exists:
                 if node.guard is not None and local_offset(node.guard) is None:
                     return False

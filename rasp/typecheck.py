@@ -66,6 +66,7 @@ class _Checker:
         self.visiting: list[str] = []
         self.order: list[str] = []
         self.raspl = False  # met a RASP-L primitive (every expression of every definition is typed)
+        self.typed: dict[int, str] = {}  # id of an expression outside any family -> its type
 
     # ------------------------------------------------------------------ declarations
     def declarations(self):
@@ -169,6 +170,19 @@ class _Checker:
             )
 
     def expr(self, e, bound: set[str]) -> str:
+        """The type of ``e`` (symbol variables ``bound``), or a located error. An expression outside
+        any family is typed once however often it is shared: a lowered RASP-L program shares its
+        subtrees (raspl_ur.rasp: 12,436 nodes, 6,173 distinct), and its type and errors do not
+        depend on where it is read."""
+        if bound:
+            return self._expr(e, bound)
+        key = id(e)
+        t = self.typed.get(key)
+        if t is None:
+            t = self.typed[key] = self._expr(e, bound)
+        return t
+
+    def _expr(self, e, bound: set[str]) -> str:
         if isinstance(e, A.Tok):
             self.symbol(e.symbol, bound)
             return BOOL
