@@ -224,6 +224,9 @@ class _Builder:
         self._walks: dict = {}  # (chain, paths) -> chain_walk's levels
         self._runs: dict = {}  # id of a walk's level list -> its token runs (_token_runs)
         self._implied: dict = {}  # id of a walk's level list -> its runs of implied tests (_implied_runs)
+        self._tables: dict = {}  # id of a chain -> (it, its token table) (_token_table)
+        self._free: dict = {}  # id of a chain -> its levels when no path splits them (_free_chain)
+        self._consts: dict = {}  # id of a walk's level list -> its levels by constant branch (_constant_levels)
         self._req: dict = {}  # threshold term -> what terms_exclusive needs of it
         self._sign_lits: set = set()  # both literals of every sign node
         # a sign's linear form (as its head holds it, without the constant) -> the sign nodes over it
@@ -841,6 +844,8 @@ class _Builder:
                 kept[key] = (e, k + (old[1] if old else 0))
             terms = {key: ek for key, ek in kept.items() if ek[1] != 0}
         split = self.split_by_token(terms, c, path, eq)
+        if split is None:
+            split = self.split_token_value(terms, c, path, eq)
         if split is not None:
             return split
         for key, (e, k) in terms.items():
@@ -894,29 +899,43 @@ class _Builder:
         that every term of the else form excludes (:meth:`_excluded_run`). cond_form makes no node
         at a FALSE-under-FALSE level, and a skipped token test's node exists already
         (:meth:`_token_runs`), so the skips leave the graph as the fold makes it."""
-        levels = []
-        nonfalse = [-1]  # the levels whose branch is not FALSE, in order, after a sentinel
-        walk, nxt, p_else = self.chain_walk(e, decision)
+        thens = {}  # level -> its branch's form, for the levels whose branch is not FALSE
+        nonfalse = [-1]  # those levels, in order, after a sentinel
+        walk, paths, nxt, p_else = self.chain_walk(e, decision)
         FALSE = B.FALSE
-        for e, p_then in walk:
-            then = e.then
-            if not rest and type(then) is A.IntConst:  # a constant branch: what ge0 would find
-                v = c + k * then.value
-                if v == 0 if eq else v >= 0:
-                    a = self.leaf({}, v, p_then, eq)
-                else:  # leaf's FALSE, without the call (most levels, for all but one constant)
-                    self.leaves += 1
-                    a = FALSE if self.leaves <= LEAF_CAP else self.leaf({}, v, p_then, eq)
-            else:
-                a = self.ge0(*self._with(rest, c, then, k), p_then, eq)
-            if a != FALSE:
-                nonfalse.append(len(levels))
-            levels.append((e, a))
+        index = self._constant_levels(walk) if eq and not rest else None
+        if index is not None and self.leaves + len(walk) <= LEAF_CAP:
+            # ``v_L + c == 0`` (k = +-1 or any k): only the levels whose constant is -c / k are not
+            # FALSE, found in the walk's index instead of level by level (the loop below would
+            # count a leaf at every level and call leaf at the matching ones, in the same order)
+            hits = index.get(-c // k, ()) if -c % k == 0 else ()
+            self.leaves += len(walk) - len(hits)
+            for L in hits:
+                a = self.leaf({}, 0, paths[L] if paths is not None else p_else, eq)
+                if a != FALSE:
+                    nonfalse.append(L)
+                    thens[L] = a
+        else:
+            for L, e in enumerate(walk):
+                p_then = paths[L] if paths is not None else p_else
+                then = e.then
+                if not rest and type(then) is A.IntConst:  # a constant branch: what ge0 would find
+                    v = c + k * then.value
+                    if v == 0 if eq else v >= 0:
+                        a = self.leaf({}, v, p_then, eq)
+                    else:  # leaf's FALSE, without the call (most levels, for all but one constant)
+                        self.leaves += 1
+                        a = FALSE if self.leaves <= LEAF_CAP else self.leaf({}, v, p_then, eq)
+                else:
+                    a = self.ge0(*self._with(rest, c, then, k), p_then, eq)
+                if a != FALSE:
+                    nonfalse.append(L)
+                    thens[L] = a
         b = self.ge0(*self._with(rest, c, nxt, k), p_else, eq)
         runs = None
-        top = len(levels) - 1
+        top = len(walk) - 1
         while top >= 0:
-            e, a = levels[top]
+            e, a = walk[top], thens.get(top, FALSE)
             if a == FALSE:
                 # levels with a FALSE branch, from the next one up that is not FALSE, to top
                 while nonfalse[-1] > top:
@@ -944,6 +963,23 @@ class _Builder:
             top -= 1
         return b
 
+    def _constant_levels(self, walk):
+        """For :meth:`cond_chain`: when every level of the walk has a constant then branch (a
+        lowered value's chain), {constant: the levels with that branch, in order}; else None. Made
+        once per walk: ``OUT == CODE[x]`` of raspl_count.rasp compares OUT's chain with each of 150
+        constants, and only the matching level's branch is not FALSE."""
+        key = id(walk)
+        hit = self._consts.get(key, 0)
+        if hit == 0:
+            hit = {}
+            for L, e in enumerate(walk):
+                if type(e.then) is not A.IntConst:
+                    hit = None
+                    break
+                hit.setdefault(e.then.value, []).append(L)
+            self._consts[key] = hit
+        return hit
+
     def _implied_runs(self, walk) -> list:
         """For :meth:`cond_chain`'s fold: per level L of the walk, the first level of the run ending
         at L in which every level's test implies the next one's (:meth:`body_implies`). A lowered max
@@ -956,7 +992,7 @@ class _Builder:
         if hit is None:
             hit = [0]
             for i in range(1, len(walk)):
-                hit.append(hit[-1] if self.body_implies(walk[i - 1][0].test, walk[i][0].test) else i)
+                hit.append(hit[-1] if self.body_implies(walk[i - 1].test, walk[i].test) else i)
             self._implied[key] = hit
         return hit
 
@@ -969,7 +1005,7 @@ class _Builder:
         if hit is not None:
             return hit
         toks = []
-        for e, _ in walk:
+        for e in walk:
             if type(e.test) is A.Tok:
                 n = self.keys.get(("token", e.test.symbol.value))
                 if n is None:
@@ -1014,19 +1050,29 @@ class _Builder:
 
     def chain_walk(self, e: A.Cond, decision) -> tuple:
         """The levels :meth:`cond_chain` takes from ``e`` on, given :meth:`decide`'s ``decision`` on
-        its test: ``([(level, its then path), ...], the expression after the last level, its
-        path)``; the chain stops where the path decides a test or the else branch is not a
-        conditional. The walk depends only on the chain and the paths, not on the constant or the
+        its test: ``([level, ...], [its then path, ...] or None, the expression after the last
+        level, its path)``; the chain stops where the path decides a test or the else branch is not
+        a conditional. The walk depends only on the chain and the paths, not on the constant or the
         rest of the comparison, so it is made once per (chain, paths): ``OUT == CODE[x]`` of
-        raspl_count.rasp walks OUT's chain (151 levels) and START's for each of its 150 symbols."""
+        raspl_count.rasp walks OUT's chain (151 levels) and START's for each of its 150 symbols.
+
+        A chain whose tests no path decides or splits (counts, not tokens: a lowered aggregate's) has
+        one list of levels for every path, and the paths None: each level's then path is the path
+        it started on, which is also the else path. So the per-walk tables (:meth:`_implied_runs`,
+        :meth:`_constant_levels`) are made once per chain, not once per path it is compared on."""
+        if decision[1] is decision[2]:  # the first test leaves the path as it is
+            free = self._free_chain(e)
+            if free is not None:
+                return free[0], None, free[1], decision[2]
         key = (id(e), decision[1], decision[2])
         hit = self._walks.get(key)
         if hit is not None:
             return hit
-        walk = []
+        walk, paths = [], []
         while True:
             _, p_then, p_else = decision
-            walk.append((e, p_then))
+            walk.append(e)
+            paths.append(p_then)
             nxt = e.other
             if type(nxt) is not A.Cond:
                 break
@@ -1034,8 +1080,28 @@ class _Builder:
             if decision[0] is not None:
                 break
             e = nxt
-        out = self._walks[key] = (walk, nxt, p_else)  # walk[0] keeps the chain, so its id, alive
+        out = self._walks[key] = (walk, paths, nxt, p_else)  # walk[0] keeps the chain, so its id, alive
         return out
+
+    def _free_chain(self, e: A.Cond):
+        """(the levels of the chain from ``e`` down, the expression after them) when no level's test
+        depends only on the token and i mod M (so :meth:`decide` leaves every path as it is), else
+        None; once per chain."""
+        key = id(e)
+        hit = self._free.get(key, 0)
+        if hit == 0:
+            levels, lvl = [], e
+            while True:
+                if self.test_pairs(lvl.test) is not None:
+                    hit = None
+                    break
+                levels.append(lvl)
+                if type(lvl.other) is not A.Cond:
+                    hit = (levels, lvl.other)
+                    break
+                lvl = lvl.other
+            self._free[key] = hit
+        return hit
 
     @staticmethod
     def only_counts(terms: dict) -> bool:
@@ -1115,6 +1181,14 @@ class _Builder:
                 cc += self.flatten(e.then, k, t) + self.flatten(e.other, -k, t)
             t = {key: ek for key, ek in t.items() if ek[1] != 0}
             leaves.append((pair, self.ge0(t, cc, (1, frozenset((pair,))), eq)))
+        return self._join_token_branches(leaves)
+
+    def _join_token_branches(self, leaves: list) -> Form:
+        """The or of ``[(token pair, the form of a branch on that token alone), ...]``: every branch
+        implies its token (:meth:`leaf` puts the token's literal in front), so branches of different
+        tokens are exclusive, and when each is one term requiring its token the or is their
+        concatenation (no f_or, which compares every pair of terms)."""
+        out: list = []
         for pair, leaf in leaves:
             if leaf == B.FALSE:
                 continue
@@ -1122,6 +1196,71 @@ class _Builder:
                 return functools.reduce(self.f_or, (f for _, f in leaves), B.FALSE)
             out.extend(leaf.terms)
         return B.norm(B.Form(tuple(out)))
+
+    def split_token_value(self, terms: dict, c: int, path, eq: bool):
+        """A comparison of a token's value with other values (``tokens != END`` of a lowered RASP-L
+        program), one branch per token, or None.
+
+        A chain ``v0 if "s0" else v1 if "s1" else ... else w`` whose every test is one written token
+        is a table: on the path's token s it is the branch of the first level testing s (w when none
+        does). When the comparison has another conditional, min or max term, and the path (period 1)
+        leaves at most one token to w, the path is split into its tokens at once: on each, the chain
+        is that token's branch, and :meth:`ge0` of the rest puts the token's literal in front of its
+        leaves, so the branches are exclusive and joined by :meth:`_join_token_branches`. The same
+        function as ge0's recursion, which takes the chain's levels one at a time and, at each, the
+        other chain's levels: a staircase of walks and forms quadratic in the chain's length (2.5 of
+        raspl_count.rasp's 4 billion instructions over 150 symbols)."""
+        if path[0] != 1:
+            return None
+        chain = other = None
+        for key, (e, k) in terms.items():
+            kind = type(e)
+            if kind is A.Count:
+                continue
+            if chain is None and kind is A.Cond and self._token_table(e) is not None:
+                chain = key
+            elif other is None:
+                other = key
+            if chain is not None and other is not None:
+                break
+        else:
+            return None
+        e, k = terms[chain]
+        table, default = self._token_table(e)
+        pairs = sorted(path[1], key=lambda p: table.get(p[0], (len(table), 0))[0])
+        if sum(1 for p in pairs if p[0] not in table) > 1:
+            return None  # several tokens would share the default branch: the recursion groups them
+        self.hint = None
+        rest = {key: ek for key, ek in terms.items() if key != chain}
+        leaves = []
+        for pair in pairs:
+            value = table[pair[0]][1] if pair[0] in table else default
+            leaves.append((pair, self.ge0(*self._with(rest, c, value, k), (1, frozenset((pair,))), eq)))
+        return self._join_token_branches(leaves)
+
+    def _token_table(self, e: A.Cond):
+        """({token index: (its level, the branch there)}, the last else) when every test of the
+        chain from ``e`` is one written token, else None; once per chain."""
+        key = id(e)
+        hit = self._tables.get(key, 0)
+        if hit == 0:
+            table: dict = {}
+            lvl = e
+            while type(lvl) is A.Cond:
+                if type(lvl.test) is not A.Tok or type(lvl.test.symbol) is not A.SymLit:
+                    hit = None
+                    break
+                sym = self.symbol_index.get(lvl.test.symbol.value)
+                if sym is None:
+                    hit = None
+                    break
+                table.setdefault(sym, (len(table), lvl.then))
+                lvl = lvl.other
+            else:
+                hit = (table, lvl)
+            self._tables[key] = (e, hit)  # (e keeps its id alive)
+            return hit
+        return hit[1]
 
     def decide(self, test, path):
         """Whether ``test`` (a function of the token at i and i mod M) is fixed on the current path;

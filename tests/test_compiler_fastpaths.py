@@ -134,7 +134,9 @@ output accept Z
 #: conditional chains compared with counts: the path decides a test in the middle of the chain (the
 #: second "a" is false once "a" is, "c" true once only "c" is left), a chain under a periodic test,
 #: a chain whose else branch is a reference, and equality (both atoms per branch); one chain (V2)
-#: walked from the start and, under the else path of "b", stopped by the path at its second test
+#: walked from the start and, under the else path of "b", stopped by the path at its second test;
+#: a chain of count tests (no path splits them: one walk for every path) and one whose first test is
+#: a count and whose later tests are tokens, walked under paths that decide some of them
 CHAIN = '''alphabet a b c
 V = #"a" if "a" else #"b" if "b" else 2 * #"c" if "a" else #"c" if "c" else 3
 W = 1 if pos[i % 2 == 0] else 2 if "a" else V
@@ -144,7 +146,10 @@ Z = (0 if "a" else 1 if "b" else 2) != #"a"
 V2 = #"a" if "a" else #"b" if "b" else #"c" if "c" else 0
 X2 = V2 > #"a"
 X3 = (V2 if "b" else V2 + 1) > 1
-OUT = X && (Y || Z) && (X2 || X3)
+V3 = 0 if #"a" >= 2 else 1 if #"b" >= 1 else 2 if #"c" >= 1 else 3
+V4 = 0 if #"a" >= 2 else 1 if "b" else 2 if "a" else 3
+X4 = (V3 if "a" else V3 + 1 if "b" else 2) == 1 || (V4 if "c" else 1 if "b" else V4 + 1) == 2
+OUT = X && (Y || Z) && (X2 || X3) || X4
 output accept OUT
 '''
 INLINE = {OVERLAP: "overlapping-or", ATOMS: "single-counts", CHAIN: "conditional-chains"}
@@ -203,7 +208,7 @@ def test_a_skipped_run_of_token_levels_is_what_the_fold_returns():
           "b or d": B.f_or(builder, tok["b"], tok["d"]), "no token": B.lit_form(builder.periodic(2, frozenset({1})))}
     for chain, starts in [("V", [0, 0, 0]), ("W", [0, 2, 2])]:
         e = next(d.expr for d in core.defs if d.name == chain)
-        walk, _, _ = builder.chain_walk(e, builder.decide(e.test, builder.start_path()))
+        walk = builder.chain_walk(e, builder.decide(e.test, builder.start_path()))[0]
         runs = builder._token_runs(walk)
         assert runs and runs[1] == starts
         for name, b in bs.items():
@@ -212,9 +217,9 @@ def test_a_skipped_run_of_token_levels_is_what_the_fold_returns():
                     skip = builder._excluded_run(runs, low, top, b)
                     assert low <= skip <= top + 1
                     for level in range(top, skip - 1, -1):  # every skipped level returns b itself
-                        assert builder.cond_form(walk[level][0], B.FALSE, b) == b, (chain, name, level)
+                        assert builder.cond_form(walk[level], B.FALSE, b) == b, (chain, name, level)
                     if skip > low and chain == "V":  # a stop inside a token run is needed: it changes b
-                        assert builder.cond_form(walk[skip - 1][0], B.FALSE, b) != b, (chain, name, skip)
+                        assert builder.cond_form(walk[skip - 1], B.FALSE, b) != b, (chain, name, skip)
     assert builder._excluded_run(runs, 0, 2, tok["d"]) == 2  # W: the periodic test ends the run
     e = next(d.expr for d in core.defs if d.name == "V")
     runs = builder._token_runs(builder.chain_walk(e, builder.decide(e.test, builder.start_path()))[0])
@@ -661,3 +666,57 @@ def test_every_node_of_a_graph_is_read_by_an_output(p):
             stack.extend(g.nodes[n].inputs)
     assert live == {n.id for n in g.nodes}
     assert all(n.id == k for k, n in enumerate(g.nodes))
+
+
+_SYMS = ("a", "b", "c", "d")
+#: tests of a second chain: counts (no path splits them) or tokens (the path decides them)
+_OTHER_TESTS = ['#"a" >= 1', '#"b" >= 2', '#("c" || "d") >= 1', '"a"', '"c"', "#[j == i - 1] \"b\" >= 1"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(_SYMS + ("<s>",)), st.integers(0, 3)), min_size=1, max_size=7),
+       st.integers(0, 3),
+       st.lists(st.tuples(st.sampled_from(_OTHER_TESTS), st.integers(0, 3)), min_size=1, max_size=4),
+       st.integers(0, 3), st.sampled_from(["==", "!=", "<", ">="]), st.integers(-2, 2), st.booleans())
+def test_a_token_value_compared_with_another_value(levels, default, other, other_default, op, c, with_min):
+    """``_Builder.split_token_value``: a chain of written-token tests (a lowered ``tokens`` value;
+    tokens repeated, or left to the default, one or several) compared with another chain, of counts
+    or tokens, or a min of it, is what the interpreter says at every position of every input up to
+    length 4, whether the path is split by token or (several tokens left to the default) not."""
+    chain = " else ".join(f'{w} if "{s}"' for s, w in levels) + f" else {default}"
+    second = " else ".join(f"{w} if {t}" for t, w in other) + f" else {other_default}"
+    if with_min:
+        second = f"min({second}, #\"d\")"
+    p = rasp.parse(f'alphabet a b c d\nspecial "<s>"\nV = {chain}\nW = {second}\n'
+                   f"X = V {op} W + {c}\nOUT = X || (\"<s>\" && V == 1)\noutput accept OUT\n")
+    inputs = [list(w) for n in range(1, 5) for w in itertools.product(_SYMS + ("<s>",), repeat=n)]
+    assert compiler.compile(p).run_batch(inputs, dtype="float64") == p.run_batch(inputs), (chain, second, op, c)
+
+
+def test_a_token_value_compared_with_a_value_is_split_once_per_token():
+    """raspl_count.rasp's ``tokens != END`` over n symbols: split by token once (n + 1 branches, each
+    END's chain against a constant, one walk of it for every path), not ge0's staircase through
+    both chains (a walk of a suffix of one chain at every level of the other: about n^2 levels)."""
+    n = 40
+    program = _alphabet("programs/raspl_count.rasp", n)
+    splits, walks = [], {}
+    split, walk = G._Builder.split_token_value, G._Builder.chain_walk
+
+    def count_split(self, *a):
+        out = split(self, *a)
+        splits.append(out is not None)
+        return out
+
+    def count_walk(self, e, decision):
+        out = walk(self, e, decision)
+        walks[id(out[0])] = out[0]  # each walk made (the builder keeps them)
+        return out
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(G._Builder, "split_token_value", count_split)
+        m.setattr(G._Builder, "chain_walk", count_walk)
+        model = compiler.compile(program)
+    assert sum(splits) == 1
+    assert sum(map(len, walks.values())) < 8 * n  # was about n^2 (two staircases of n^2 / 2 levels each)
+    inputs = [[str(a), str(b), "<sep>"] + [str(k) for k in range(a, b + 1)] for a, b in [(0, 3), (5, 5), (7, 39), (38, 39)]]
+    assert model.run_batch(inputs) == program.run_batch(inputs)
