@@ -483,13 +483,9 @@ def check_magnitudes(checked: Checked, alphabet_size: int, codes: int) -> None:
         kind = type(e)
         if kind is A.Tok or kind is A.BoolConst:  # leaves of bool expressions, the commonest nodes
             return (1, 0)
-        key = id(e)
-        if key in seen:
+        key = id(e)  # (the memo in this frame: a frame more per level would halve how deep a
+        if key in seen:  # left-nested sum of counts may nest before Python's limit)
             return seen[key]
-        m = seen[key] = _bound(e, kind)
-        return m
-
-    def _bound(e, kind) -> tuple[int, int] | None:
         if kind is A.IntConst:
             m = (0, abs(e.value))
         elif kind is A.Ref:
@@ -520,16 +516,19 @@ def check_magnitudes(checked: Checked, alphabet_size: int, codes: int) -> None:
             m = map_bound(e.body, {p: bound(a) for p, a in zip(e.params, e.args)}, codes)
             if m is not None and (m[0] > MAGNITUDE_LIMIT or m[1] > CONSTANT_LIMIT):
                 m = None  # a map computes what it computes (wrapping): only arithmetic on it is refused
+            seen[key] = m
             return m
         elif kind is A.Aggregate:
             bound(e.selector)
             v = bound(e.values)
             m = None if v is None else (v[0], max(v[1], abs(e.default)))
+            seen[key] = m
             return m
         else:  # bools, counts, indices, selectors, selector widths: look inside for count arithmetic
             for child in A.children(e):
                 bound(child)
             m = (1, 0)
+        seen[key] = m
         if m is None:
             return None
         if m[0] > MAGNITUDE_LIMIT:

@@ -145,7 +145,13 @@ class _Checker:
 
     # ------------------------------------------------------------------ expressions
     def want(self, e, bound: set[str], t: str, what: str) -> None:
-        got = self.expr(e, bound)
+        if bound:  # (expr's memo written out: a frame more per level would halve how deep a
+            got = self._expr(e, bound)  # left-nested sum of counts may nest before Python's limit)
+        else:
+            key = id(e)
+            got = self.typed.get(key)
+            if got is None:
+                got = self.typed[key] = self._expr(e, bound)
         if got != t:
             hint = (
                 "compare a count to get a bool, e.g. C >= 1" if t == BOOL
@@ -155,7 +161,13 @@ class _Checker:
 
     def want_value(self, e, bound: set[str], what: str) -> str:
         """A sequence value: a count or a bool (bools act as 0/1), never a selector."""
-        t = self.expr(e, bound)
+        if bound:  # (expr's memo written out, as in want)
+            t = self._expr(e, bound)
+        else:
+            key = id(e)
+            t = self.typed.get(key)
+            if t is None:
+                t = self.typed[key] = self._expr(e, bound)
         if t == A.SELECTOR:
             raise RaspError(f"{what} must be a sequence, not a selector", e.span,
                             "aggregate a selector first: aggregate(sel, values)")
