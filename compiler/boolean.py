@@ -451,7 +451,31 @@ def f_or(ctx: Context, f: Form, g: Form) -> Form:
     if (not f.neg and not g.neg and len(f.terms) + len(g.terms) <= TERM_CAP
             and ctx.forms_exclusive(f, g)):
         return Form(f.terms + g.terms)  # an or of exclusive sums is their sum
+    if not f.neg and not g.neg and len(f.terms) == len(g.terms) == 1:
+        r = _or_lit(f.terms[0], g.terms[0])
+        if r is not None:
+            return Form((r,))
     return f_not(f_and(ctx, f_not(f), f_not(g)))
+
+
+def _or_lit(t: Thr, u: Thr):
+    """``[l1 + ... + lk >= 1] or l`` (either way round) as ``[l1 + ... + lk + l >= 1]``, l put in
+    its place by binary search, when l's node is not in the disjunction and the weights stay under
+    the cap; else None. What ``not (not t and not l)`` gives through not_thr and _and_lit (tested),
+    without the three copies of the disjunction that made a running or ``V_k = V_(k+1) || P_k``
+    quadratic in its length (a lowered max aggregate's chain over 150 values)."""
+    if len(u.lits) != 1:
+        t, u = u, t
+    if len(u.lits) != 1 or u.theta != 1 or u.W != 1 or t.theta != 1 or t.W != len(t.lits):
+        return None
+    lits = t.lits
+    if len(lits) + 1 > WEIGHT_CAP:
+        return None
+    l = u.lits[0][0]
+    i = bisect.bisect_left(lits, ((l[0], False),))  # the first literal of a node >= l's
+    if i < len(lits) and lits[i][0][0] == l[0]:
+        return None
+    return Thr(lits[:i] + ((l, 1),) + lits[i:], 1)
 
 
 def f_cond(ctx: Context, t: Form, a: Form, b: Form) -> Form:

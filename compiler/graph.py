@@ -903,15 +903,21 @@ class _Builder:
         nonfalse = [-1]  # those levels, in order, after a sentinel
         walk, paths, nxt, p_else = self.chain_walk(e, decision)
         FALSE = B.FALSE
-        index = self._constant_levels(walk) if eq and not rest else None
-        if index is not None and self.leaves + len(walk) <= LEAF_CAP:
-            # ``v_L + c == 0`` (k = +-1 or any k): only the levels whose constant is -c / k are not
-            # FALSE, found in the walk's index instead of level by level (the loop below would
-            # count a leaf at every level and call leaf at the matching ones, in the same order)
+        if eq and not rest and self.leaves + len(walk) <= LEAF_CAP:
+            # ``v_L + c == 0`` (k = +-1 or any k): of the levels with a constant branch only those
+            # whose constant is -c / k are not FALSE, found in the walk's index instead of level by
+            # level; the levels with another branch are built as the loop below builds them, and
+            # all in the loop's order (it counts a leaf at every constant level)
+            index, others = self._constant_levels(walk)
             hits = index.get(-c // k, ()) if -c % k == 0 else ()
-            self.leaves += len(walk) - len(hits)
-            for L in hits:
-                a = self.leaf({}, 0, paths[L] if paths is not None else p_else, eq)
+            self.leaves += len(walk) - len(others) - len(hits)
+            for L in sorted((*hits, *others)) if others else hits:
+                p_then = paths[L] if paths is not None else p_else
+                then = walk[L].then
+                if type(then) is A.IntConst:
+                    a = self.leaf({}, 0, p_then, eq)
+                else:
+                    a = self.ge0(*self._with(rest, c, then, k), p_then, eq)
                 if a != FALSE:
                     nonfalse.append(L)
                     thens[L] = a
@@ -963,21 +969,23 @@ class _Builder:
             top -= 1
         return b
 
-    def _constant_levels(self, walk):
-        """For :meth:`cond_chain`: when every level of the walk has a constant then branch (a
-        lowered value's chain), {constant: the levels with that branch, in order}; else None. Made
-        once per walk: ``OUT == CODE[x]`` of raspl_count.rasp compares OUT's chain with each of 150
-        constants, and only the matching level's branch is not FALSE."""
+    def _constant_levels(self, walk) -> tuple:
+        """For :meth:`cond_chain`: ({constant: the levels whose then branch is that constant, in
+        order}, [the levels whose then branch is not a constant]), made once per walk: ``OUT ==
+        CODE[x]`` of raspl_count.rasp compares OUT's chain (START's value, then one constant per
+        token) with each of 150 constants, and only START's level and the matching one are not
+        FALSE."""
         key = id(walk)
-        hit = self._consts.get(key, 0)
-        if hit == 0:
-            hit = {}
+        hit = self._consts.get(key)
+        if hit is None:
+            index: dict = {}
+            others = []
             for L, e in enumerate(walk):
-                if type(e.then) is not A.IntConst:
-                    hit = None
-                    break
-                hit.setdefault(e.then.value, []).append(L)
-            self._consts[key] = hit
+                if type(e.then) is A.IntConst:
+                    index.setdefault(e.then.value, []).append(L)
+                else:
+                    others.append(L)
+            hit = self._consts[key] = (index, others)
         return hit
 
     def _implied_runs(self, walk) -> list:

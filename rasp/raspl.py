@@ -749,29 +749,44 @@ def _size(pairs_of_domains) -> int:
     return n
 
 
+#: class -> the names of its fields that are not spans, or None for a class that is not a dataclass
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _fields_of(cls: type) -> tuple[str, ...] | None:
+    hit = _FIELDS.get(cls, 0)
+    if hit == 0:
+        hit = _FIELDS[cls] = (tuple(f.name for f in dataclasses.fields(cls) if not A.is_span_field(f.name))
+                              if dataclasses.is_dataclass(cls) else None)
+    return hit
+
+
 def _respan(node, span):
     """Give a freshly built node, and its children without spans, the span of what it replaces.
-    Nodes that already have a span keep it, with everything below them (built earlier)."""
-    if span is None or not dataclasses.is_dataclass(node) or isinstance(node, type):
+    Nodes that already have a span keep it, with everything below them (built earlier). (A node's
+    fields are looked up once per class: this runs over every lowered expression.)"""
+    if span is None:
         return node
-    if getattr(node, "span", None) is not None or isinstance(node, A.Tok):
+    cls = type(node)
+    names = _fields_of(cls)  # None for anything but a dataclass instance (a class included)
+    if names is None or cls is A.Tok or getattr(node, "span", None) is not None:
         return node
     hit = _TOKSETS.get(id(node))
     if hit is not None and hit[0] is node and hit[1] is not None:
         return node  # a disjunction of token tests: kept as built (shared, memoized)
     changes = {}
-    for f in dataclasses.fields(node):
-        if A.is_span_field(f.name):
-            continue
-        v = getattr(node, f.name)
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+    for name in names:
+        v = getattr(node, name)
+        vt = type(v)
+        if vt is tuple:
+            if any(_fields_of(type(x)) is not None for x in v):
+                nt = tuple(_respan(x, span) for x in v)
+                if any(a is not b for a, b in zip(nt, v)):
+                    changes[name] = nt
+        elif _fields_of(vt) is not None:
             nv = _respan(v, span)
             if nv is not v:
-                changes[f.name] = nv
-        elif isinstance(v, tuple) and any(dataclasses.is_dataclass(x) for x in v):
-            nt = tuple(_respan(x, span) for x in v)
-            if any(a is not b for a, b in zip(nt, v)):
-                changes[f.name] = nt
+                changes[name] = nv
     if getattr(node, "span", "missing") is None:
         changes["span"] = span
     return dataclasses.replace(node, **changes) if changes else node

@@ -378,6 +378,26 @@ def test_and_of_a_conjunction_and_one_literal_is_make_thrs(conj, node, neg):
     assert B.and_thr(t, lit) == want and B.and_thr(lit, t) == want
 
 
+@settings(max_examples=1500, deadline=None)
+@given(st.dictionaries(st.integers(2, 40), st.booleans(), min_size=1, max_size=30), st.integers(2, 40),
+       st.booleans())
+def test_or_of_a_disjunction_and_one_literal_is_not_and_not(disj, node, neg):
+    """f_or puts one literal into a disjunction ``[l1 + ... + lk >= 1]`` by binary search
+    (``boolean._or_lit``); it must be the term the general path builds, ``not (not t and not l)``
+    through not_thr and and_thr, either way round, and make_thr's disjunction of the union; it
+    declines (None) when the literal's node is in the disjunction already."""
+    t = B.make_thr({(n, ng): 1 for n, ng in disj.items()}, 1)
+    lit = B.make_thr({(node, neg): 1}, 1)
+    got = B._or_lit(t, lit)
+    assert got == B._or_lit(lit, t)
+    if node in disj:
+        assert got is None
+        return
+    union = {(n, ng): 1 for n, ng in disj.items()}
+    union[(node, neg)] = 1
+    assert got == B.make_thr(union, 1) == B.not_thr(B.and_thr(B.not_thr(t), B.not_thr(lit)))
+
+
 @pytest.mark.parametrize("lit", [(n, neg) for n in (B.REAL, 2, 7) for neg in (False, True)])
 def test_not_of_one_literal_is_make_thrs(lit):
     """norm flips a negated single literal directly; it must be what not_thr (make_thr) returns."""
