@@ -713,6 +713,29 @@ def test_a_token_value_compared_with_another_value(levels, default, other, other
     assert compiler.compile(p).run_batch(inputs, dtype="float64") == p.run_batch(inputs), (chain, second, op, c)
 
 
+def test_a_token_value_split_by_token_is_what_the_interpreter_says():
+    """A chain that tests every symbol but one (the special token falls to the last else) compared
+    with a chain of counts and with a min: ``split_token_value`` must fire for both, and the model
+    must agree with the interpreter on every input up to length 4."""
+    p = rasp.parse('alphabet a b c d\nspecial "<s>"\nV = 1 if "a" else 2 if "b" else 0 if "c" else 3 if "d" else 0\n'
+                   'W = 2 if #"a" >= 2 else 1 if #[j == i - 1] "b" >= 1 else 0\n'
+                   'X = V == W || V > min(W, #"c") + 1\noutput accept X\n')
+    splits = []
+    split = G._Builder.split_token_value
+
+    def count_split(self, *a):
+        out = split(self, *a)
+        splits.append(out is not None)
+        return out
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(G._Builder, "split_token_value", count_split)
+        model = compiler.compile(p)
+    assert sum(splits) == 2
+    inputs = [list(w) for n in range(1, 5) for w in itertools.product(_SYMS + ("<s>",), repeat=n)]
+    assert model.run_batch(inputs, dtype="float64") == p.run_batch(inputs)
+
+
 def test_a_token_value_compared_with_a_value_is_split_once_per_token():
     """raspl_count.rasp's ``tokens != END`` over n symbols: split by token once (n + 1 branches, each
     END's chain against a constant, one walk of it for every path), not ge0's staircase through
