@@ -449,6 +449,11 @@ MAGNITUDE_LIMIT = 2**31
 CONSTANT_LIMIT = 2**61
 
 
+#: expressions whose bound is (1, 0) and whose sub-expressions are all expressions: bools and counts
+_BOOL_KINDS = frozenset({A.And, A.Or, A.Not, A.Compare, A.Count, A.Exists})
+_CHILDREN = A._CHILDREN
+
+
 def check_magnitudes(checked: Checked, alphabet_size: int, codes: int) -> None:
     """Refuse a count expression whose value could overflow 64-bit integers on a long input.
 
@@ -483,13 +488,18 @@ def check_magnitudes(checked: Checked, alphabet_size: int, codes: int) -> None:
         kind = type(e)
         if kind is A.Tok or kind is A.BoolConst:  # leaves of bool expressions, the commonest nodes
             return (1, 0)
+        if kind is A.Ref:  # its definition's bound, checked there
+            return of_def.get(e.name, (1, 0))
         key = id(e)  # (the memo in this frame: a frame more per level would halve how deep a
         if key in seen:  # left-nested sum of counts may nest before Python's limit)
             return seen[key]
+        if kind in _BOOL_KINDS:  # a bool or a count: (1, 0); only count arithmetic inside can fail
+            for child in _CHILDREN[kind](e):
+                bound(child)
+            seen[key] = (1, 0)
+            return (1, 0)
         if kind is A.IntConst:
             m = (0, abs(e.value))
-        elif kind is A.Ref:
-            m = of_def.get(e.name, (1, 0))
         elif kind in (A.Add, A.Sub):
             (a, b), (c, d) = bounded(e, e.left), bounded(e, e.right)
             m = (a + c, b + d)
