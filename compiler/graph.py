@@ -903,40 +903,30 @@ class _Builder:
         nonfalse = [-1]  # those levels, in order, after a sentinel
         walk, paths, nxt, p_else = self.chain_walk(e, decision)
         FALSE = B.FALSE
+        levels = range(len(walk))
         if eq and not rest and self.leaves + len(walk) <= LEAF_CAP:
             # ``v_L + c == 0`` (k = +-1 or any k): of the levels with a constant branch only those
             # whose constant is -c / k are not FALSE, found in the walk's index instead of level by
-            # level; the levels with another branch are built as the loop below builds them, and
-            # all in the loop's order (it counts a leaf at every constant level)
+            # level (the constant levels skipped are counted as the FALSE leaves the loop would find)
             index, others = self._constant_levels(walk)
             hits = index.get(-c // k, ()) if -c % k == 0 else ()
             self.leaves += len(walk) - len(others) - len(hits)
-            for L in sorted((*hits, *others)) if others else hits:
-                p_then = paths[L] if paths is not None else p_else
-                then = walk[L].then
-                if type(then) is A.IntConst:
-                    a = self.leaf({}, 0, p_then, eq)
-                else:
-                    a = self.ge0(*self._with(rest, c, then, k), p_then, eq)
-                if a != FALSE:
-                    nonfalse.append(L)
-                    thens[L] = a
-        else:
-            for L, e in enumerate(walk):
-                p_then = paths[L] if paths is not None else p_else
-                then = e.then
-                if not rest and type(then) is A.IntConst:  # a constant branch: what ge0 would find
-                    v = c + k * then.value
-                    if v == 0 if eq else v >= 0:
-                        a = self.leaf({}, v, p_then, eq)
-                    else:  # leaf's FALSE, without the call (most levels, for all but one constant)
-                        self.leaves += 1
-                        a = FALSE if self.leaves <= LEAF_CAP else self.leaf({}, v, p_then, eq)
-                else:
-                    a = self.ge0(*self._with(rest, c, then, k), p_then, eq)
-                if a != FALSE:
-                    nonfalse.append(L)
-                    thens[L] = a
+            levels = sorted((*hits, *others)) if others else hits
+        for L in levels:
+            p_then = paths[L] if paths is not None else p_else
+            then = walk[L].then
+            if not rest and type(then) is A.IntConst:  # a constant branch: what ge0 would find
+                v = c + k * then.value
+                if v == 0 if eq else v >= 0:
+                    a = self.leaf({}, v, p_then, eq)
+                else:  # leaf's FALSE, without the call (most levels, for all but one constant)
+                    self.leaves += 1
+                    a = FALSE if self.leaves <= LEAF_CAP else self.leaf({}, v, p_then, eq)
+            else:
+                a = self.ge0(*self._with(rest, c, then, k), p_then, eq)
+            if a != FALSE:
+                nonfalse.append(L)
+                thens[L] = a
         b = self.ge0(*self._with(rest, c, nxt, k), p_else, eq)
         runs = None
         top = len(walk) - 1

@@ -449,9 +449,11 @@ MAGNITUDE_LIMIT = 2**31
 CONSTANT_LIMIT = 2**61
 
 
-#: expressions whose bound is (1, 0) and whose sub-expressions are all expressions: bools and counts
-_BOOL_KINDS = frozenset({A.And, A.Or, A.Not, A.Compare, A.Count, A.Exists})
-_CHILDREN = A._CHILDREN
+#: the expressions with a bound of their own (every other one is a bool, count, index, selector or
+#: selector width: (1, 0), with count arithmetic to check only inside)
+_VALUE_KINDS = frozenset({A.IntConst, A.Add, A.Sub, A.Scale, A.Neg, A.Min, A.Max, A.Cond, A.Quant, A.Tokens,
+                          A.Map, A.Aggregate})
+_KIDS = A._CHILDREN.get
 
 
 def check_magnitudes(checked: Checked, alphabet_size: int, codes: int) -> None:
@@ -493,9 +495,11 @@ def check_magnitudes(checked: Checked, alphabet_size: int, codes: int) -> None:
         key = id(e)  # (the memo in this frame: a frame more per level would halve how deep a
         if key in seen:  # left-nested sum of counts may nest before Python's limit)
             return seen[key]
-        if kind in _BOOL_KINDS:  # a bool or a count: (1, 0); only count arithmetic inside can fail
-            for child in _CHILDREN[kind](e):
-                bound(child)
+        if kind not in _VALUE_KINDS:  # bools, counts, ...: (1, 0); only count arithmetic inside can
+            kids = _KIDS(kind)  # fail (tested before the value cases: most nodes are these; the
+            if kids is not None:  # children looked up here, not through A.children: a call less)
+                for child in kids(e):
+                    bound(child)
             seen[key] = (1, 0)
             return (1, 0)
         if kind is A.IntConst:
@@ -534,10 +538,6 @@ def check_magnitudes(checked: Checked, alphabet_size: int, codes: int) -> None:
             m = None if v is None else (v[0], max(v[1], abs(e.default)))
             seen[key] = m
             return m
-        else:  # bools, counts, indices, selectors, selector widths: look inside for count arithmetic
-            for child in A.children(e):
-                bound(child)
-            m = (1, 0)
         seen[key] = m
         if m is None:
             return None
