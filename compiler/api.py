@@ -38,6 +38,7 @@ from rasp.rewrite import only_local_counts, rewrite_core
 from .alloc import allocate
 from .graph import build_graph
 from .plan import plan_layers
+from .symmetry import lift_program
 from .weights import build_weights, exact_dtypes, exact_sum_positions
 
 COMPILER_VERSION = "0.1.0"
@@ -64,10 +65,17 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
         try:
             # written counts all plain or local: the core is in normal form as it is (no walk over
             # the tens of thousands of definitions of a family to find that out)
-            normal = only_local_counts(program.module)
-            core = program.core if normal else rewrite_core(program.core)
-            lap("rewrite")
-            graph = build_graph(core, normal=normal)
+            # a program that treats its symbols alike: its graph lifted from a few symbols' (checked
+            # against the builder there; None for any other program or when a check fails)
+            graph = lift_program(program)
+            if graph is None:
+                normal = only_local_counts(program.module)
+                core = program.core if normal else rewrite_core(program.core)
+                lap("rewrite")
+                graph = build_graph(core, normal=normal)
+            else:
+                core = program.core
+                passes["rewrite"] = 0.0  # (not needed: the small graphs were built from rewritten cores)
             lap("graph")
         except RaspError as exc:
             raise exc.located(program.source, program.filename) from None
@@ -124,6 +132,8 @@ def model_config(program: Program, graph, plan, alloc, arch: dict, tensors: dict
         "residual": [{"index": k, "label": lab, "encoding": enc}
                      for k, (lab, enc) in enumerate(zip(alloc.labels, alloc.encodings))],
         "definitions": definitions,
+        # the graph lifted from this many placeholder symbols' (compiler.symmetry), or null
+        "lifted_from": graph.lifted_from,
         "exact_dtypes": exact_dtypes(tensors),
         "exact_sum_positions": exact_sum_positions(tensors, arch),
         "size": size_of(arch, tensors),

@@ -119,6 +119,8 @@ class Graph:
     alphabet: tuple[str, ...]
     special: tuple[str, ...]
     definitions: dict[str, str] = field(default_factory=dict)  # name -> how it is realized
+    #: for a graph lifted from a few symbols' (compiler.symmetry): how many; None when built here
+    lifted_from: int | None = None
 
     @functools.cached_property
     def periods(self) -> list[int]:  # the graph is complete when anything asks (a scan of every node)

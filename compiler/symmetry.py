@@ -1,0 +1,489 @@
+"""Pass 1, for programs that treat their symbols alike: the operation graph over a large alphabet
+lifted from the builder's graph over a few symbols.
+
+**When it applies.** Let G be the program's data alphabet. The written program is *symmetric*
+(:func:`symmetric`) when it never names a data symbol (no ``"a"``, no ``F["a"]``), never orders
+symbols (no ``x < y``; ``x == y`` is fine), never sums over the alphabet (``sum(x, 1)`` is its
+size) and uses no RASP-L primitive. Families, ``any``/``all`` and ``Q[x]`` then
+range over G without telling its symbols apart: for every permutation sigma of G (specials fixed)
+the program's values satisfy ``P(sigma w) = sigma P(w)``, and what it computes about symbols outside
+the ones a definition names does not depend on how many there are. UF, UB, copy-unique (|G|^2
+definitions), UR, UL, NLFIRST, NRFIRST are such programs; sort (``z < y``) and majority (below) are
+compiled by the builder.
+
+**The construction.** A graph node (:mod:`.graph`) is determined by its kind and parameters (input
+nodes, coefficients, token symbols), so a permutation of the symbols acts on nodes: rename the
+tokens, map the inputs, sort what has no order (:func:`_canon`). The builder's graph over k
+placeholder symbols (:func:`small_size`: 2r + 1 for r symbol variables in scope at once) must be
+closed under every transposition (:func:`analyze`; majority's is not: the builder writes ``#a - #b``
+and ``#b - #a`` as one head and its negation, by node order). Then each node has a **support** S, the
+symbols it depends on (it is fixed by every permutation of the others; :func:`_support` finds them
+when the others outnumber S's own groups), and is ``(r, t)``: the image of a representative r whose
+support maps to the tuple t. The lifted graph over n symbols has a node ``(r, u)`` for every
+representative and every tuple u of distinct symbols, with r's parameters renamed by ``S -> u``
+(:func:`lift`): kind, slot, coefficients and label (placeholders replaced) are r's.
+
+**Why it is exact at every n.** A renamed node computes the renamed function, so a node whose
+parameters name only symbols of its support is right over any alphabet by the symmetry above. Two
+things in a node could depend on n, and only one is lifted:
+
+* a linear form summing over an orbit (one neuron reading ``exists Q[x]`` for every x: its bias
+  counts the terms) is refused (:func:`_term_templates`);
+* a gate's neurons may come as an orbit of one more symbol x, the same neurons for every x outside
+  S (a token split: ``NEXT[y]`` of UF has one neuron per x). They are lifted when each is *gated by
+  its token* (:func:`_gated`): it reads ``Q[x]`` with a positive weight and cannot be on without it.
+  At a position holding token t only t's neurons and those of no extra symbol are on, and they are
+  renamed copies of the small graph's; so the gate computes what the small gate computes at the
+  renamed position, whatever n is.
+
+A token set is lifted when it holds all or none of the symbols outside its support (it is invariant
+under their permutations, so over n symbols it holds all or none as well).
+
+**Checked against the builder.** Each time, the graph lifted to k + 1 symbols must equal the
+builder's graph over k + 1 symbols (:func:`same_graph`: nodes as keys with inputs replaced by their
+classes, neurons and terms as multisets, slots, outputs and definitions), so the lifted model is
+the builder's model up to the order of its residual dimensions, heads and neurons (and labels that
+may order the operands of ``&&`` differently); ``tests/test_symmetry.py`` compares them at more
+sizes. Anything refused or unequal leaves the program to the builder (:func:`lift_program` returns
+None).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections import Counter
+
+from rasp import ast as A
+from rasp.program import Program
+
+from .graph import Graph, Node, build_graph
+
+#: placeholder symbols of the small graph: private-use code points, which no label contains otherwise,
+#: so replacing them in labels and definition names is exact
+PLACEHOLDER = 0xF0000
+
+
+#: the fewest definitions (after expansion) for which lifting is tried: it costs a few tens of
+#: milliseconds whatever the alphabet (two small graphs, their orbits, the check), about what the
+#: builder takes for 300 to 700 definitions (``uf.rasp`` over 16 symbols, 306 definitions: 40 ms
+#: lifted, 35 built; ``ur.rasp`` over 26, 729 definitions: 60 and 75 ms)
+LIFT_DEFINITIONS = 500
+
+
+def placeholders(k: int) -> tuple[str, ...]:
+    return tuple(chr(PLACEHOLDER + j) for j in range(k))
+
+
+# ----------------------------------------------------------------------------- the program test
+def symmetric(program: Program) -> str | None:
+    """None when the written program treats its data symbols alike (see the module docstring), else
+    the first reason it does not."""
+    if program.checked.raspl:
+        return "it uses RASP-L primitives"
+    data = set(program.alphabet)
+    for s in program.module.statements:
+        if not isinstance(s, A.Definition):  # (an import names a positional predicate or relation)
+            continue
+        variables = {p.name for p in s.params}  # (parameters are variables: the type checker says so)
+        stack = [s.expr]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, A.SymLit):
+                if e.value in data:
+                    return f"{s.name} names the data symbol {e.value!r}"
+                continue
+            if isinstance(e, A.Quant):
+                if e.op == "sum":  # sum(x, 1) is the alphabet's size: the value would depend on it
+                    return f"{s.name} sums over the alphabet"
+                variables.add(e.var)
+            if isinstance(e, A.Compare) and e.op not in ("==", "!=") and any(
+                    (isinstance(x, A.Ref) and not x.indices and x.name in variables) or isinstance(x, A.Tok)
+                    for x in (e.left, e.right)):
+                return f"{s.name} compares symbols by their order"
+            if dataclasses.is_dataclass(e) and not isinstance(e, type):
+                for f in dataclasses.fields(e):
+                    v = getattr(e, f.name)
+                    if isinstance(v, tuple):
+                        stack.extend(x for x in v if dataclasses.is_dataclass(x))
+                    elif dataclasses.is_dataclass(v):
+                        stack.append(v)
+    return None
+
+
+def small_size(program: Program) -> int:
+    """The placeholders to build the small graph over: 2r + 1 for r symbols in scope at once (a
+    family's parameters and the quantifiers around an expression), so that a support of r symbols
+    leaves a larger set outside it (see :func:`_support`; a node or neuron with a larger support
+    makes :func:`analyze` fail, and the builder builds the graph)."""
+    r = 0
+    for name in program.checked.order:
+        sig = program.checked.signatures[name]
+        r = max(r, sig.arity + A.quantifier_depth(sig.definition.expr))
+    return 2 * r + 1
+
+
+# ----------------------------------------------------------------------------- the action on nodes
+def _lin(lin, idmap) -> tuple:
+    return tuple(sorted((idmap[i], c) for i, c in lin))
+
+
+def _canon(n: Node, idmap, smap: dict, order: dict) -> tuple:
+    """The key of node n with its inputs renamed by ``idmap`` and its symbols by ``smap``."""
+    k, p = n.kind, n.params
+    if k == "token":
+        return (k, smap.get(p["symbol"], p["symbol"]))
+    if k == "tokenset":
+        return (k, tuple(sorted((smap.get(s, s) for s in p["symbols"]), key=order.__getitem__)))
+    if k == "periodic":
+        return (k, p["period"], tuple(sorted(p["residues"])))
+    if k == "local":
+        return (k, p["offset"], _lin(p["value"], idmap))
+    if k == "uniform":
+        return (k, _lin(p["value"], idmap))
+    if k == "sign":
+        return (k, _lin(p["input"], idmap))
+    if k == "gate":
+        return (k, tuple(sorted((_lin(pre, idmap), c) for pre, c in p["neurons"])))
+    return (k,)  # bos, real
+
+
+def keys(g: Graph) -> dict:
+    """Every node's key (:func:`_canon`, nothing renamed) -> its id."""
+    order = {s: j for j, s in enumerate(g.symbols)}
+    ident = range(len(g.nodes))
+    return {_canon(n, ident, {}, order): n.id for n in g.nodes}
+
+
+def images(g: Graph, smap: dict, table: dict) -> list[int] | None:
+    """The image of every node under the symbol permutation ``smap`` (None when some image is not a
+    node of g: g is not closed under it); ``table`` is :func:`keys` of g."""
+    order = {s: j for j, s in enumerate(g.symbols)}
+    out: list[int] = []
+    for n in g.nodes:  # topological order: inputs first
+        hit = table.get(_canon(n, out, smap, order))
+        if hit is None:
+            return None
+        out.append(hit)
+    return out
+
+
+def _components(k: int, fixed_pairs) -> list[set]:
+    parent = list(range(k))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for a, b in fixed_pairs:
+        parent[find(a)] = find(b)
+    comps: dict[int, set] = {}
+    for a in range(k):
+        comps.setdefault(find(a), set()).add(a)
+    return list(comps.values())
+
+
+def _support(universe: list[int], fixed_pairs) -> set | None:
+    """The support of something fixed exactly by the transpositions ``fixed_pairs`` of ``universe``:
+    the symbols outside the largest set all of whose transpositions fix it. That set is a component
+    of the graph of fixing transpositions; it is told apart from the support's own components only
+    when it is larger than each of them (None otherwise: too few placeholders)."""
+    pos = {a: j for j, a in enumerate(universe)}
+    comps = _components(len(universe), [(pos[a], pos[b]) for a, b in fixed_pairs])
+    comps.sort(key=len, reverse=True)
+    if len(comps[0]) < 2 or (len(comps) > 1 and len(comps[1]) >= len(comps[0])):
+        return None
+    free = {universe[j] for j in comps[0]}
+    return {a for a in universe if a not in free}
+
+
+@dataclasses.dataclass
+class Orbits:
+    """The small graph's nodes as images of representatives: ``rep[i]`` the representative of node i,
+    ``tup[i]`` its support as an ordered tuple of placeholder indices (the representative's support
+    in increasing order, carried by the permutation that maps it to i)."""
+
+    graph: Graph
+    k: int
+    rep: list[int]
+    tup: list[tuple]
+    index: dict  # (rep, tup) -> node id
+
+
+def analyze(g: Graph, k: int) -> Orbits | None:
+    """The orbits of the small graph g over the placeholders 0..k-1 (see the module docstring), or
+    None when g is not closed under their transpositions or a support cannot be told apart."""
+    ph = placeholders(k)
+    pairs = list(itertools.combinations(range(k), 2))
+    img = {}
+    table = keys(g)
+    for a, b in pairs:
+        im = images(g, {ph[a]: ph[b], ph[b]: ph[a]}, table)
+        if im is None:
+            return None
+        img[(a, b)] = im
+    n = len(g.nodes)
+    rep = [-1] * n
+    tup: list[tuple] = [()] * n
+    for node in g.nodes:
+        if rep[node.id] >= 0:
+            continue
+        fixed = [(a, b) for a, b in pairs if img[(a, b)][node.id] == node.id]
+        S = _support(list(range(k)), fixed)
+        if S is None:
+            return None
+        r = node.id
+        rep[r], tup[r] = r, tuple(sorted(S))
+        queue = [r]
+        while queue:  # the orbit: images under transpositions, with their support tuples
+            m = queue.pop()
+            for (a, b), im in img.items():
+                m2 = im[m]
+                t2 = tuple(b if x == a else a if x == b else x for x in tup[m])
+                if rep[m2] < 0:
+                    rep[m2], tup[m2] = r, t2
+                    queue.append(m2)
+                elif tup[m2] != t2:
+                    return None  # a permutation of the support fixes it (P[x, y] = P[y, x]): not lifted
+    # (rep, tup) names one node: two with one name would differ by a permutation fixing the support
+    index = {(rep[i], tup[i]): i for i in range(n)}
+    return Orbits(g, k, rep, tup, index)
+
+
+# ----------------------------------------------------------------------------- templates
+#: kinds whose dimension is a bool (0 or 1 at real positions): what a gate's neurons may read
+_BOOLS = frozenset(("token", "tokenset", "periodic", "local", "sign", "gate"))
+
+
+def _term_templates(o: Orbits, lin, fixed: tuple) -> list | None:
+    """A linear form of the small graph as (rep, pattern, coefficient) per term, the pattern giving
+    for each symbol of the term's support its position in ``fixed``; None when a term names a
+    symbol outside ``fixed``: a sum over an orbit (``all(x, exists Q[x])`` is one neuron reading
+    every x), whose construction may depend on the orbit's size, is not lifted."""
+    pos = {a: j for j, a in enumerate(fixed)}
+    out = []
+    for i, c in lin:
+        t = o.tup[i]
+        if not all(a in pos for a in t):
+            return None
+        out.append((o.rep[i], tuple(pos[a] for a in t), c))
+    return out
+
+
+def _gated(o: Orbits, terms: list, e: int) -> bool:
+    """Whether a neuron of one symbol beyond the support (pattern position ``e``) is off wherever the
+    token is not that symbol: it reads the token with a positive weight, every other term is a bool,
+    and its preactivation at a real position (``real`` = 1, ``bos`` = 0) is at most 0 with that token
+    0 and every other bool at its worst. Then at a position holding token t only the neurons of t
+    (and those of no symbol) are on, and they are renamed copies of the small graph's: that is why
+    a gate's orbit of such neurons lifts to any number of symbols (a token split: ``NEXT[y]`` of
+    UF has one neuron per x)."""
+    g = o.graph
+    gate_token = False
+    worst = 0
+    for r, pat, c in terms:
+        kind = g.nodes[r].kind
+        if kind == "bos":
+            continue
+        if kind == "real":
+            worst += c
+        elif kind == "token" and pat == (e,):
+            if c <= 0:
+                return False
+            gate_token = True
+        elif kind in _BOOLS:
+            worst += max(c, 0)
+        else:
+            return False
+    return gate_token and worst <= 0
+
+
+def _neuron_templates(o: Orbits, node: Node, S: tuple) -> list | None:
+    """A gate's neurons as (e, terms, coefficient): e None for a neuron reading only S's symbols
+    (pattern positions into S), 1 for an orbit of neurons of one more symbol x (pattern position
+    len(S) for x), the same neurons for every x outside S, each gated by its token (:func:`_gated`).
+    None for anything else (a neuron of two more symbols, one summing over an orbit)."""
+    F = [a for a in range(o.k) if a not in S]
+    fixed: list = []
+    per_symbol: dict[int, Counter] = {a: Counter() for a in F}  # a -> (terms, coefficient) -> copies
+    for pre, c in node.params["neurons"]:
+        extra = {a for i, _ in pre for a in o.tup[i] if a not in S}
+        if len(extra) > 1:
+            return None
+        terms = _term_templates(o, pre, S + tuple(extra))
+        if terms is None:
+            return None
+        if not extra:
+            fixed.append((None, terms, c))
+            continue
+        (a,) = extra
+        if not _gated(o, terms, len(S)):
+            return None
+        per_symbol[a][(tuple(sorted(terms)), c)] += 1
+    # every symbol outside S has the same neurons: the gate is fixed by the transpositions of those
+    # symbols (S is its support), and (a b) maps a's neurons to b's
+    return fixed + [(1, list(terms), c) for (terms, c), m in per_symbol[F[0]].items() for _ in range(m)]
+
+
+# ----------------------------------------------------------------------------- lifting
+def lift(o: Orbits, program: Program) -> Graph | None:
+    """The graph of ``program`` (the written program of the small graph ``o.graph``, over its own
+    alphabet) lifted from the small graph, or None where a node is not of a liftable form."""
+    g = o.graph
+    k = o.k
+    ph = placeholders(k)
+    target = tuple(program.core.alphabet)
+    if set(target) & set(program.core.special):
+        return None
+    n_sym = len(target)
+    order = {s: j for j, s in enumerate(program.core.symbols)}
+    table: dict = {}  # (rep, symbol index tuple) -> new id
+    nodes: list[Node] = []
+    for r in range(len(g.nodes)):
+        if o.rep[r] != r:
+            continue
+        node = g.nodes[r]
+        S = o.tup[r]
+        kind = node.kind
+        rest = False
+        if kind in ("local", "uniform", "sign"):
+            key = "input" if kind == "sign" else "value"
+            terms = _term_templates(o, node.params[key], S)
+            if terms is None:
+                return None
+        elif kind == "gate":
+            neurons = _neuron_templates(o, node, S)
+            if neurons is None:
+                return None
+            spread = any(e for e, _, _ in neurons)
+        elif kind == "tokenset":
+            syms = set(node.params["symbols"])
+            inside = [a for a in range(k) if ph[a] in syms and a not in S]
+            if inside and len(inside) != k - len(S):
+                return None  # some, not all, of the symbols outside its support
+            rest = bool(inside)  # every symbol outside the support: so over any alphabet
+        # a label may name one term of an orbit (a symbol outside the support): that one becomes *
+        base_label = node.label.translate({PLACEHOLDER + a: "*" for a in range(k) if a not in S})
+        for u in itertools.permutations(range(n_sym), len(S)):
+            p = node.params
+            if kind in ("local", "uniform", "sign"):
+                lin = tuple(sorted([(table[(r_, tuple([u[x] for x in pat]))], c) for r_, pat, c in terms]))
+                p = {**p, key: lin}
+                inputs = tuple(sorted({i for i, _ in lin}))
+            elif kind == "gate":
+                others = [x for x in range(n_sym) if x not in u] if spread else ()
+                pres = []
+                for e, terms_, c in neurons:
+                    for w in (((x,) for x in others) if e else ((),)):
+                        v = u + w
+                        pres.append((tuple(sorted([(table[(r_, tuple([v[x] for x in pat]))], c_)
+                                                   for r_, pat, c_ in terms_])), c))
+                p = {"neurons": tuple(pres)}
+                inputs = tuple(sorted({i for pre, _ in pres for i, _ in pre}))
+            elif kind == "token":
+                s = p["symbol"]
+                p = {"symbol": target[u[0]] if s in ph else s}
+                inputs = ()
+            elif kind == "tokenset":
+                syms = [x for x in p["symbols"] if x not in ph]
+                syms += [target[x] for a, x in zip(S, u) if ph[a] in p["symbols"]]
+                if rest:
+                    syms += [target[x] for x in range(n_sym) if x not in u]
+                p = {"symbols": tuple(sorted(syms, key=order.__getitem__))}
+                inputs = ()
+            else:
+                inputs = ()
+            label = base_label.translate({PLACEHOLDER + a: target[x] for a, x in zip(S, u)}) if S else base_label
+            table[(r, u)] = len(nodes)
+            nodes.append(Node(len(nodes), kind, label, node.slot, p, inputs, None))
+    outputs = []
+    if g.output_kind == "accept":
+        for name, (i, neg) in g.outputs:
+            if o.tup[i]:
+                return None
+            outputs.append((name, (table[(o.rep[i], ())], neg)))
+    else:
+        name0, (i, neg) = g.outputs[0]  # the output of the first placeholder
+        if set(o.tup[i]) - {0}:
+            return None
+        for x, s in enumerate(target):
+            outputs.append((name0.translate({PLACEHOLDER: s}), (table[(o.rep[i], (x,) * len(o.tup[i]))], neg)))
+    definitions = {}
+    for name, text in g.definitions.items():
+        syms = [ord(ch) - PLACEHOLDER for ch in name if PLACEHOLDER <= ord(ch) < PLACEHOLDER + k]
+        first = list(dict.fromkeys(syms))
+        if first != list(range(len(first))):
+            continue  # not a representative instance: F[P0, P1] and F[P0, P0] stand for all
+        node_id = None
+        if text.startswith("bool: node ") or text.startswith("bool: real - node "):
+            node_id = int(text.rsplit(" ", 1)[1])
+            if not set(o.tup[node_id]) <= set(first):
+                return None
+        for u in itertools.permutations(range(n_sym), len(first)):
+            new_name = name.translate({PLACEHOLDER + a: target[x] for a, x in zip(first, u)})
+            if node_id is None:
+                definitions[new_name] = text
+            else:
+                j = table[(o.rep[node_id], tuple(u[a] for a in o.tup[node_id]))]
+                definitions[new_name] = text.rsplit(" ", 1)[0] + f" {j}"
+    return Graph(nodes, outputs, program.core.output.kind, program.core.symbols, program.core.alphabet,
+                 program.core.special, definitions, lifted_from=k)
+
+
+# ----------------------------------------------------------------------------- checking and driving
+def same_graph(g1: Graph, g2: Graph) -> bool:
+    """Whether two graphs have the same nodes up to their order: keys with inputs replaced by their
+    classes (a class per key, shared by both graphs), compared as multisets, with the outputs and the
+    definitions' realizations."""
+    classes: dict = {}
+
+    def summary(g: Graph):
+        order = {s: j for j, s in enumerate(g.symbols)}
+        cls: list[int] = []
+        for n in g.nodes:
+            cls.append(classes.setdefault(_canon(n, cls, {}, order), len(classes)))
+        nodes = Counter((c, n.slot) for c, n in zip(cls, g.nodes))
+        outputs = [(name, cls[i], neg) for name, (i, neg) in g.outputs]
+        defs = {}
+        for name, text in g.definitions.items():
+            if text.startswith("bool: node ") or text.startswith("bool: real - node "):
+                head, i = text.rsplit(" ", 1)
+                text = (head, cls[int(i)])
+            defs[name] = text
+        return nodes, outputs, defs, (g.output_kind, g.symbols, g.alphabet, g.special)
+
+    return summary(g1) == summary(g2)
+
+
+def graph_of(program: Program) -> Graph:
+    """The builder's graph of a program (as :func:`compiler.compile` builds it)."""
+    from rasp.rewrite import only_local_counts, rewrite_core
+
+    normal = only_local_counts(program.module)
+    return build_graph(program.core if normal else rewrite_core(program.core), normal=normal)
+
+
+def lift_program(program: Program) -> Graph | None:
+    """The graph of a symmetric program lifted from its graph over a few placeholder symbols, checked
+    against the builder's graph over one placeholder more; None when the program is not symmetric,
+    its alphabet is not larger than that, or a check fails (the caller builds the graph as usual)."""
+    from rasp.errors import RaspError
+
+    if len(program.core.defs) < LIFT_DEFINITIONS or symmetric(program) is not None:
+        return None
+    k = small_size(program)
+    if len(program.core.alphabet) <= k + 1:
+        return None
+    try:
+        small = program.with_alphabet(placeholders(k))
+        o = analyze(graph_of(small), k)
+        if o is None:
+            return None
+        check = program.with_alphabet(placeholders(k + 1))
+        lifted = lift(o, check)
+        if lifted is None or not same_graph(lifted, graph_of(check)):
+            return None
+    except (RaspError, RecursionError):
+        return None  # the builder says it where it is written
+    return lift(o, program)

@@ -1,0 +1,218 @@
+"""Graphs lifted from a few symbols (compiler/symmetry.py): which programs qualify, that the lifted
+graph is the builder's graph up to node order, that what cannot be lifted is refused, and that a
+lifted model agrees with the interpreter."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, assume, given, settings
+
+import rasp
+from compiler import symmetry as S
+from compiler.api import compile as compile_model
+from rasp.strategies import programs
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the programs in programs/ whose graphs lift (every symmetric one but majority's)
+LIFTED = ["copy_unique", "nlfirst", "nrfirst", "ub", "uf", "ul", "ur"]
+
+
+def load(name: str) -> rasp.Program:
+    path = ROOT / "programs" / f"{name}.rasp"
+    return rasp.load(path)
+
+
+def symbols(n: int) -> list[str]:
+    return [f"s{i}" for i in range(n)]
+
+
+def orbits(program: rasp.Program) -> S.Orbits | None:
+    k = S.small_size(program)
+    return S.analyze(S.graph_of(program.with_alphabet(S.placeholders(k))), k)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+# ----------------------------------------------------------------------------- which programs
+@pytest.mark.parametrize("name, reason", [
+    ("uf", None),
+    ("majority", None),
+    ("sort", "RANK compares symbols by their order"),
+    ("tomita1", "ALLOWED names the data symbol '<eos>'"),
+    ("raspl_ur", "it uses RASP-L primitives"),
+])
+def test_symmetric_programs_in_programs(name, reason):
+    assert S.symmetric(load(name)) == reason
+
+
+@pytest.mark.parametrize("text, reason", [
+    ('alphabet a b\nF[x] = exists Q[x]\nG = any(x, F[x])\noutput accept G', None),
+    ('alphabet a b\nspecial "#"\nG = exists "#" && all(x, !(exists Q[x]))\noutput accept G', None),
+    ('alphabet a b\nF[x] = exists Q[x]\nG = F["a"]\noutput accept G', "G names the data symbol 'a'"),
+    ('alphabet a b\nF[x] = any(y, y < x && exists Q[y])\nG = any(x, F[x])\noutput accept G',
+     "F compares symbols by their order"),
+    ('alphabet a b\nF[x] = any(y, y != x && exists Q[y])\nG = any(x, F[x])\noutput accept G', None),
+    ('alphabet a b\nG = sum(x, 1) > 5\noutput accept G', "G sums over the alphabet"),
+    ('#import pos_even\nalphabet a b\nG = any(x, exists (Q[x] && pos_even))\noutput accept G', None),
+])
+def test_symmetric_verdicts(text, reason):
+    assert S.symmetric(rasp.parse(text)) == reason
+
+
+# ----------------------------------------------------------------------------- lifted == built
+@pytest.mark.parametrize("name", LIFTED)
+@pytest.mark.parametrize("n", [6, 9, 13])
+def test_lifted_graph_is_the_builders(name, n):
+    program = load(name).with_alphabet(symbols(n))
+    o = orbits(program)
+    assert o is not None
+    lifted = S.lift(o, program)
+    built = S.graph_of(program)
+    assert lifted is not None and lifted.lifted_from == o.k
+    assert len(lifted.nodes) == len(built.nodes)
+    assert S.same_graph(lifted, built)
+
+
+def test_lift_program_checks_and_lifts():
+    program = load("uf").with_alphabet(symbols(40))  # 1,640 definitions: over LIFT_DEFINITIONS
+    g = S.lift_program(program)
+    assert g is not None and g.lifted_from == S.small_size(program)
+    assert S.same_graph(g, S.graph_of(program))
+    # below the threshold (or not symmetric) the builder builds it
+    assert S.lift_program(load("uf").with_alphabet(symbols(8))) is None
+    assert S.lift_program(load("sort").with_alphabet(symbols(40))) is None
+
+
+def test_same_graph_tells_graphs_apart():
+    g = S.graph_of(load("uf").with_alphabet(symbols(7)))
+    assert S.same_graph(g, g)
+    gate = next(n for n in g.nodes if n.kind == "gate" and len(n.params["neurons"]) > 1)
+    (pre, c), *rest = gate.params["neurons"]
+
+    def changed(node, **params):
+        nodes = [dataclasses.replace(node, params={**node.params, **params}) if m is node else m
+                 for m in g.nodes]
+        return dataclasses.replace(g, nodes=nodes)
+
+    assert not S.same_graph(g, changed(gate, neurons=((pre, c + 1), *rest)))  # a coefficient
+    assert not S.same_graph(g, changed(gate, neurons=tuple(rest)))  # a neuron less
+    sign = next(n for n in g.nodes if n.kind == "sign")
+    (b, v), *terms = sign.params["input"]
+    assert not S.same_graph(g, changed(sign, input=((b, v - 1), *terms)))  # a threshold
+    tok = next(n for n in g.nodes if n.kind == "token" and n.params["symbol"] == "s0")
+    assert not S.same_graph(g, changed(tok, symbol="s1"))  # a symbol (two nodes of one key)
+    slot = [dataclasses.replace(n, slot=n.slot + 3) if n is gate else n for n in g.nodes]
+    assert not S.same_graph(g, dataclasses.replace(g, nodes=slot))
+    name, (i, neg) = g.outputs[0]
+    assert not S.same_graph(g, dataclasses.replace(g, outputs=[(name, (i, not neg)), *g.outputs[1:]]))
+    assert not S.same_graph(g, dataclasses.replace(g, outputs=g.outputs[1:] + g.outputs[:1]))
+    defs = dict(g.definitions)
+    some = next(d for d, how in defs.items() if " node " in how)
+    defs[some] = "bool: node 2"
+    assert not S.same_graph(g, dataclasses.replace(g, definitions=defs))
+
+
+def test_builder_inputs_are_the_nodes_its_parameters_read():
+    # the lifting writes a node's inputs from its renamed parameters (what plan and _live_nodes read)
+    for path in sorted((ROOT / "programs").iterdir()):
+        program = rasp.load(path)
+        if S.symmetric(program) is not None:
+            continue
+        for n in S.graph_of(program.with_alphabet(symbols(4))).nodes:
+            lins = {"local": ["value"], "uniform": ["value"], "sign": ["input"]}.get(n.kind, [])
+            read = {i for key in lins for i, _ in n.params[key]}
+            if n.kind == "gate":
+                read = {i for pre, _ in n.params["neurons"] for i, _ in pre}
+            assert n.inputs == tuple(sorted(read)), (path.name, n)
+
+
+# ----------------------------------------------------------------------------- refused
+def test_node_symmetric_in_two_symbols_is_not_lifted():
+    # the token set {x, y} of P[x, y] is P[y, x]'s: fixed by swapping x and y
+    program = rasp.parse('alphabet a b c\nspecial "#"\nP[x, y] = exists (Q[x] || Q[y])\n'
+                         'NEXT[y] = "#" && any(x, Q[x] && P[x, y])\noutput generate NEXT')
+    assert S.symmetric(program) is None
+    assert orbits(program) is None
+
+def test_graph_not_closed_under_renaming_is_not_lifted():
+    # majority: [#a - #b >= 0] and [#b - #a >= 0] are one head and its negation (by node order)
+    assert S.symmetric(load("majority")) is None
+    assert orbits(load("majority")) is None
+
+
+def test_sum_over_an_orbit_is_not_lifted():
+    # one neuron reading exists Q[x] for every x: its bias counts them
+    program = rasp.parse('alphabet a b c\nspecial "#"\nP0 = all(x, exists Q[x])\noutput accept P0')
+    assert S.symmetric(program) is None
+    o = orbits(program)
+    assert o is not None
+    assert S.lift(o, program.with_alphabet(symbols(o.k + 3))) is None
+
+
+def test_order_dependent_or_chain_is_not_lifted():
+    # the builder groups the operands of this any(x, ...) by their order: not closed under renaming
+    program = rasp.parse('alphabet a b c\nspecial "#"\nF[x] = exists Q[x]\n'
+                         'G = any(x, F[x] && exists[j == i - 1] Q[x])\noutput accept G')
+    assert S.symmetric(program) is None
+    assert orbits(program) is None
+
+
+def test_neuron_orbit_not_gated_by_its_token_is_not_lifted():
+    program = load("uf")
+    k = S.small_size(program)
+    g = S.graph_of(program.with_alphabet(S.placeholders(k)))
+    assert S.analyze(g, k) is not None
+    tokens = {n.id for n in g.nodes if n.kind == "token" and n.params["symbol"] in S.placeholders(k)}
+    nodes = []
+    for n in g.nodes:  # NEXT[y]'s neuron for x without its Q[x] (in every gate alike: still closed)
+        if n.kind == "gate" and n.label.startswith("NEXT["):
+            neurons = tuple((tuple((i, c) for i, c in pre if i not in tokens or len(pre) < 5), v)
+                            for pre, v in n.params["neurons"])
+            inputs = tuple(sorted({i for pre, _ in neurons for i, _ in pre}))
+            n = dataclasses.replace(n, params={"neurons": neurons}, inputs=inputs)
+        nodes.append(n)
+    o = S.analyze(dataclasses.replace(g, nodes=nodes), k)
+    assert o is not None
+    assert S.lift(o, program.with_alphabet(symbols(k + 3))) is None
+    assert S.lift(S.analyze(g, k), program.with_alphabet(symbols(k + 3))) is not None
+
+
+@settings(max_examples=150, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(programs(alphabet=("a", "b", "c"), special=("#",), fragment="C-RASP[periodic,local]", max_depth=3,
+                max_size=24, max_defs=5))
+def test_lifted_equals_built_on_random_symmetric_programs(program):
+    assume(S.symmetric(program) is None)
+    o = orbits(program)
+    assume(o is not None)
+    for n in (o.k + 1, o.k + 3):
+        big = program.with_alphabet(symbols(n))
+        lifted = S.lift(o, big)
+        assert lifted is None or S.same_graph(lifted, S.graph_of(big)), n
+
+
+# ----------------------------------------------------------------------------- the compiled model
+def test_lifted_model_agrees_with_the_interpreter(monkeypatch):
+    program = load("uf").with_alphabet(symbols(40))
+    model = compile_model(program)
+    assert model.config["lifted_from"] == S.small_size(program)
+    import compiler.api
+    monkeypatch.setattr(compiler.api, "lift_program", lambda p: None)
+    built = compile_model(program)
+    assert built.config["lifted_from"] is None
+    assert built.size == model.size  # layers, heads, d_model, MLP width, parameters, nonzeros
+    rng = np.random.default_rng(0)
+    for n in (5, 30, 39):
+        for _ in range(3):
+            prompt = [str(s) for s in rng.permutation(symbols(40))[:n]] + ["<sep>"]
+            assert model.run(prompt, dtype="float32") == program.run(prompt)
