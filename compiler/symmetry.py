@@ -338,8 +338,13 @@ def lift(o: Orbits, program: Program) -> Graph | None:
         return None
     n_sym = len(target)
     order = {s: j for j, s in enumerate(program.core.symbols)}
-    table: dict = {}  # (rep, symbol index tuple) -> new id
+    table: dict[int, dict] = {}  # rep -> symbol index tuple -> new id
     nodes: list[Node] = []
+
+    def form(terms, u):  # a linear form's terms for the instance u, in id order (ids are distinct)
+        return tuple(sorted([(ids[u] if same else ids[tuple([u[x] for x in pat])], c)
+                             for ids, pat, same, c in terms]))
+
     for r in range(len(g.nodes)):
         if o.rep[r] != r:
             continue
@@ -352,10 +357,12 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             terms = _term_templates(o, node.params[key], S)
             if terms is None:
                 return None
+            terms = [_compiled(table, t, len(S)) for t in terms]
         elif kind == "gate":
             neurons = _neuron_templates(o, node, S)
             if neurons is None:
                 return None
+            neurons = [(e, [_compiled(table, t, len(S) + bool(e)) for t in terms_], c) for e, terms_, c in neurons]
             spread = any(e for e, _, _ in neurons)
         elif kind == "tokenset":
             syms = set(node.params["symbols"])
@@ -363,22 +370,26 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             if inside and len(inside) != k - len(S):
                 return None  # some, not all, of the symbols outside its support
             rest = bool(inside)  # every symbol outside the support: so over any alphabet
-        # a label may name one term of an orbit (a symbol outside the support): that one becomes *
-        base_label = node.label.translate({PLACEHOLDER + a: "*" for a in range(k) if a not in S})
+        # the label as a format string: S's placeholders become {0}, {1}, ...; a label may name one
+        # term of an orbit (a symbol outside the support): that one becomes *
+        label = node.label.replace("{", "{{").replace("}", "}}").translate(
+            {PLACEHOLDER + a: ("{%d}" % S.index(a)) if a in S else "*" for a in range(k)})
+        mine = table[r] = {}
         for u in itertools.permutations(range(n_sym), len(S)):
             p = node.params
             if kind in ("local", "uniform", "sign"):
-                lin = tuple(sorted([(table[(r_, tuple([u[x] for x in pat]))], c) for r_, pat, c in terms]))
+                lin = form(terms, u)
                 p = {**p, key: lin}
-                inputs = tuple(sorted({i for i, _ in lin}))
+                inputs = tuple([i for i, _ in lin])
             elif kind == "gate":
                 others = [x for x in range(n_sym) if x not in u] if spread else ()
                 pres = []
                 for e, terms_, c in neurons:
-                    for w in (((x,) for x in others) if e else ((),)):
-                        v = u + w
-                        pres.append((tuple(sorted([(table[(r_, tuple([v[x] for x in pat]))], c_)
-                                                   for r_, pat, c_ in terms_])), c))
+                    if not e:
+                        pres.append((form(terms_, u), c))
+                        continue
+                    for x in others:
+                        pres.append((form(terms_, u + (x,)), c))
                 p = {"neurons": tuple(pres)}
                 inputs = tuple(sorted({i for pre, _ in pres for i, _ in pre}))
             elif kind == "token":
@@ -394,21 +405,21 @@ def lift(o: Orbits, program: Program) -> Graph | None:
                 inputs = ()
             else:
                 inputs = ()
-            label = base_label.translate({PLACEHOLDER + a: target[x] for a, x in zip(S, u)}) if S else base_label
-            table[(r, u)] = len(nodes)
-            nodes.append(Node(len(nodes), kind, label, node.slot, p, inputs, None))
+            mine[u] = len(nodes)
+            nodes.append(Node(len(nodes), kind, label.format(*[target[x] for x in u]) if S else label,
+                              node.slot, p, inputs, None))
     outputs = []
     if g.output_kind == "accept":
         for name, (i, neg) in g.outputs:
             if o.tup[i]:
                 return None
-            outputs.append((name, (table[(o.rep[i], ())], neg)))
+            outputs.append((name, (table[o.rep[i]][()], neg)))
     else:
         name0, (i, neg) = g.outputs[0]  # the output of the first placeholder
         if set(o.tup[i]) - {0}:
             return None
         for x, s in enumerate(target):
-            outputs.append((name0.translate({PLACEHOLDER: s}), (table[(o.rep[i], (x,) * len(o.tup[i]))], neg)))
+            outputs.append((name0.translate({PLACEHOLDER: s}), (table[o.rep[i]][(x,) * len(o.tup[i])], neg)))
     definitions = {}
     for name, text in g.definitions.items():
         syms = [ord(ch) - PLACEHOLDER for ch in name if PLACEHOLDER <= ord(ch) < PLACEHOLDER + k]
@@ -425,10 +436,17 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             if node_id is None:
                 definitions[new_name] = text
             else:
-                j = table[(o.rep[node_id], tuple(u[a] for a in o.tup[node_id]))]
+                j = table[o.rep[node_id]][tuple(u[a] for a in o.tup[node_id])]
                 definitions[new_name] = text.rsplit(" ", 1)[0] + f" {j}"
     return Graph(nodes, outputs, program.core.output.kind, program.core.symbols, program.core.alphabet,
                  program.core.special, definitions, lifted_from=k)
+
+
+def _compiled(table: dict, term: tuple, n: int) -> tuple:
+    """A term template as :func:`lift` reads it for instance tuples of length n: (the ids of its
+    representative's instances, pattern, whether the pattern is the instance tuple itself, coefficient)."""
+    r, pat, c = term
+    return (table[r], pat, pat == tuple(range(n)), c)
 
 
 # ----------------------------------------------------------------------------- checking and driving
