@@ -216,3 +216,14 @@ def test_lifted_model_agrees_with_the_interpreter(monkeypatch):
         for _ in range(3):
             prompt = [str(s) for s in rng.permutation(symbols(40))[:n]] + ["<sep>"]
             assert model.run(prompt, dtype="float32") == program.run(prompt)
+
+
+def test_compile_json_says_whether_the_graph_was_lifted(capsys):
+    import json
+
+    from rasp.cli import main
+
+    assert main(["compile", str(ROOT / "programs" / "ur.rasp"), "--json"]) == 0  # 729 definitions
+    assert json.loads(capsys.readouterr().out)["lifted_from"] == 5
+    assert main(["compile", str(ROOT / "programs" / "ur.rasp"), "--alphabet", "a,b,c,d", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["lifted_from"] is None

@@ -55,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
                           "compile_passes_s": {k: round(v, 6) for k, v in model.compile_passes.items()},
                           "output_kind": model.kind, "files": files, "max_length": bound,
                           "exact_dtypes": model.exact_dtypes, "exact_sum_positions": model.exact_sum_positions,
-                          "exact_tokens": model.exact_tokens()}))
+                          "exact_tokens": model.exact_tokens(),
+                          # the graph lifted from this many placeholder symbols' (compiler.symmetry), or null
+                          "lifted_from": model.config.get("lifted_from")}))
     else:
         print(f"{args.program}: {model.summary()} (compiled in {model.compile_seconds:.3f} s)")
         inexact = [d for d in ("float32", "bfloat16", "float16") if d not in model.exact_dtypes]
