@@ -6,8 +6,9 @@ lifted from the builder's graph over a few symbols.
 symbols (no ``x < y``; ``x == y`` is fine), never sums over the alphabet (``sum(x, 1)`` is its
 size) and uses no RASP-L primitive. Families, ``any``/``all`` and ``Q[x]`` then
 range over G without telling its symbols apart: for every permutation sigma of G (specials fixed)
-the program's values satisfy ``P(sigma w) = sigma P(w)``, and what it computes about symbols outside
-the ones a definition names does not depend on how many there are. UF, UB, copy-unique (|G|^2
+the program's values satisfy ``P(sigma w) = sigma P(w)``. (What a definition computes about the
+symbols it does not name may still depend on how many there are, ``all(x, exists Q[x])``: the
+construction below refuses the forms where that shows.) UF, UB, copy-unique (|G|^2
 definitions), UR, UL, NLFIRST, NRFIRST are such programs; sort (``z < y``) and majority (below) are
 compiled by the builder.
 
@@ -41,11 +42,16 @@ under their permutations, so over n symbols it holds all or none as well).
 
 **Checked against the builder.** Each time, the graph lifted to k + 1 symbols must equal the
 builder's graph over k + 1 symbols (:func:`same_graph`: nodes as keys with inputs replaced by their
-classes, neurons and terms as multisets, slots, outputs and definitions), so the lifted model is
-the builder's model up to the order of its residual dimensions, heads and neurons (and labels that
-may order the operands of ``&&`` differently); ``tests/test_symmetry.py`` compares them at more
+classes, neurons and terms as multisets, slots, outputs and definitions). At larger n the lifted
+model is the builder's model up to the order of its residual dimensions, heads and neurons (and
+labels that may order the operands of ``&&`` differently) while no builder cap that grows with the
+alphabet is passed: ``boolean.PRODUCT_CAP`` (the and of an or of 2n terms, past n = 32) and
+``graph.PAIR_CAP`` make the builder choose another form there, and the lifted model, keeping the
+small graph's form, is another exact model of the same function, possibly of another size (review
+93: 990 nonzero weights against 642 for a program of 40 symbols; every program in ``programs/``
+that lifts gives the builder's sizes). ``tests/test_symmetry.py`` compares the graphs at more
 sizes. Anything refused or unequal leaves the program to the builder (:func:`lift_program` returns
-None).
+None), as does an alphabet with a symbol that instance names quote (``P["a,b"]``).
 """
 from __future__ import annotations
 
@@ -208,7 +214,6 @@ class Orbits:
     k: int
     rep: list[int]
     tup: list[tuple]
-    index: dict  # (rep, tup) -> node id
 
 
 def analyze(g: Graph, k: int) -> Orbits | None:
@@ -246,9 +251,7 @@ def analyze(g: Graph, k: int) -> Orbits | None:
                     queue.append(m2)
                 elif tup[m2] != t2:
                     return None  # a permutation of the support fixes it (P[x, y] = P[y, x]): not lifted
-    # (rep, tup) names one node: two with one name would differ by a permutation fixing the support
-    index = {(rep[i], tup[i]): i for i in range(n)}
-    return Orbits(g, k, rep, tup, index)
+    return Orbits(g, k, rep, tup)
 
 
 # ----------------------------------------------------------------------------- templates
@@ -334,8 +337,8 @@ def lift(o: Orbits, program: Program) -> Graph | None:
     k = o.k
     ph = placeholders(k)
     target = tuple(program.core.alphabet)
-    if set(target) & set(program.core.special):
-        return None
+    if any(_quoted(s) for s in target):
+        return None  # instance names quote such a symbol (P["a,b"]); labels and names here would not
     n_sym = len(target)
     order = {s: j for j, s in enumerate(program.core.symbols)}
     table: dict[int, dict] = {}  # rep -> symbol index tuple -> new id
@@ -365,11 +368,9 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             neurons = [(e, [_compiled(table, t, len(S) + bool(e)) for t in terms_], c) for e, terms_, c in neurons]
             spread = any(e for e, _, _ in neurons)
         elif kind == "tokenset":
-            syms = set(node.params["symbols"])
-            inside = [a for a in range(k) if ph[a] in syms and a not in S]
-            if inside and len(inside) != k - len(S):
-                return None  # some, not all, of the symbols outside its support
-            rest = bool(inside)  # every symbol outside the support: so over any alphabet
+            # the set holds all or none of the symbols outside its support (it is fixed by their
+            # permutations): all of them over any alphabet, or none
+            rest = any(ph[a] in node.params["symbols"] for a in range(k) if a not in S)
         # the label as a format string: S's placeholders become {0}, {1}, ...; a label may name one
         # term of an orbit (a symbol outside the support): that one becomes *
         label = node.label.replace("{", "{{").replace("}", "}}").translate(
@@ -406,7 +407,7 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             else:
                 inputs = ()
             mine[u] = len(nodes)
-            nodes.append(Node(len(nodes), kind, label.format(*[target[x] for x in u]) if S else label,
+            nodes.append(Node(len(nodes), kind, label.format(*[target[x] for x in u]),
                               node.slot, p, inputs, None))
     outputs = []
     if g.output_kind == "accept":
@@ -440,6 +441,11 @@ def lift(o: Orbits, program: Program) -> Graph | None:
                 definitions[new_name] = text.rsplit(" ", 1)[0] + f" {j}"
     return Graph(nodes, outputs, program.core.output.kind, program.core.symbols, program.core.alphabet,
                  program.core.special, definitions, lifted_from=k)
+
+
+def _quoted(symbol: str) -> bool:
+    """Whether :func:`rasp.expand.instance_key` writes the symbol as a JSON string."""
+    return "," in symbol or symbol.startswith('"')
 
 
 def _compiled(table: dict, term: tuple, n: int) -> tuple:

@@ -227,3 +227,73 @@ def test_compile_json_says_whether_the_graph_was_lifted(capsys):
     assert json.loads(capsys.readouterr().out)["lifted_from"] == 5
     assert main(["compile", str(ROOT / "programs" / "ur.rasp"), "--alphabet", "a,b,c,d", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["lifted_from"] is None
+
+
+# ----------------------------------------------------------------------------- more shapes (review 93)
+REST = 'alphabet a b c\nspecial "#"\nOTHERS[x] = #(any(y, y != x && Q[y])) > #Q[x]\nG = any(x, Q[x] && OTHERS[x])\noutput accept G'
+LOCAL2 = ('alphabet a b c\nspecial "#"\nP1[x] = exists[j == i - 1] Q[x]\nP2[x] = exists[j == i - 2] Q[x]\n'
+          'NEXT[y] = "#" && any(x, Q[x] && P1[x] && P2[y])\noutput generate NEXT')
+PREDICT = ('#import pos_even\nalphabet a b c\nP[x] = exists[j == i - 1] Q[x]\n'
+           'NEXT[y] = pos_even && any(x, Q[x] && P[y])\noutput predict NEXT')
+
+
+@pytest.mark.parametrize("text", [REST, LOCAL2, PREDICT])
+def test_token_sets_offsets_and_predict_lift(text, monkeypatch):
+    program = rasp.parse(text)
+    o = orbits(program)
+    assert o is not None
+    for n in (o.k + 1, o.k + 4):
+        big = program.with_alphabet(symbols(n))
+        lifted = S.lift(o, big)
+        assert lifted is not None and S.same_graph(lifted, S.graph_of(big)), n
+    monkeypatch.setattr(S, "LIFT_DEFINITIONS", 0)  # lift these small programs too
+    big = program.with_alphabet(symbols(o.k + 4))
+    model = compile_model(big)
+    assert model.config["lifted_from"] == o.k
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        w = [str(x) for x in rng.choice(symbols(o.k + 4) + (["#"] if 'special "#"' in text else []), 12)]
+        assert model.run(w, dtype="float32") == big.run(w)
+
+
+def test_symbols_that_instance_names_quote_are_not_lifted():
+    program = load("uf").with_alphabet([f"x,{i}" for i in range(40)])
+    assert S.lift_program(program) is None  # (NEXT["x,0"]: the builder's names)
+    braces = load("uf").with_alphabet([f"{{{i}}}" for i in range(40)])
+    g = S.lift_program(braces)
+    assert g is not None and S.same_graph(g, S.graph_of(braces))
+    assert [n.label for n in g.nodes if n.kind == "token"][:2] == ['"<sep>"', '"{0}"']
+
+
+def test_a_lift_unequal_to_the_builders_graph_at_k_plus_1_is_refused(monkeypatch):
+    program = load("uf").with_alphabet(symbols(40))
+    real = S.lift
+
+    def off_by_one(o, p):  # the lift with one output negated
+        g = real(o, p)
+        name, (i, neg) = g.outputs[0]
+        return dataclasses.replace(g, outputs=[(name, (i, not neg)), *g.outputs[1:]])
+
+    monkeypatch.setattr(S, "lift", off_by_one)
+    assert S.lift_program(program) is None
+
+
+def test_a_neuron_orbit_that_can_be_on_without_its_token_is_not_lifted():
+    program = load("uf")
+    k = S.small_size(program)
+    g = S.graph_of(program.with_alphabet(S.placeholders(k)))
+    sep = next(n.id for n in g.nodes if n.kind == "token" and n.params["symbol"] == "<sep>")
+    nodes = []
+    for n in g.nodes:  # each per-x neuron of NEXT[y]: bias one higher, and reading -1 * "<sep>"
+        if n.kind == "gate" and n.label.startswith("NEXT["):
+            neurons = []
+            for pre, v in n.params["neurons"]:
+                if len(pre) == 5:  # bos, real, Q[x], CTX, BIGRAM[x, y]'s sign
+                    pre = tuple(sorted([(i, c + 1 if i == 1 else c) for i, c in pre] + [(sep, -1)]))
+                neurons.append((pre, v))
+            inputs = tuple(sorted({i for pre, _ in neurons for i, _ in pre}))
+            n = dataclasses.replace(n, params={"neurons": tuple(neurons)}, inputs=inputs)
+        nodes.append(n)
+    o = S.analyze(dataclasses.replace(g, nodes=nodes), k)
+    assert o is not None
+    assert S.lift(o, program.with_alphabet(symbols(k + 3))) is None
