@@ -144,6 +144,7 @@ def test_node_symmetric_in_two_symbols_is_not_lifted():
     assert S.symmetric(program) is None
     assert orbits(program) is None
 
+
 def test_graph_not_closed_under_renaming_is_not_lifted():
     # majority: [#a - #b >= 0] and [#b - #a >= 0] are one head and its negation (by node order)
     assert S.symmetric(load("majority")) is None
@@ -165,26 +166,6 @@ def test_order_dependent_or_chain_is_not_lifted():
                          'G = any(x, F[x] && exists[j == i - 1] Q[x])\noutput accept G')
     assert S.symmetric(program) is None
     assert orbits(program) is None
-
-
-def test_neuron_orbit_not_gated_by_its_token_is_not_lifted():
-    program = load("uf")
-    k = S.small_size(program)
-    g = S.graph_of(program.with_alphabet(S.placeholders(k)))
-    assert S.analyze(g, k) is not None
-    tokens = {n.id for n in g.nodes if n.kind == "token" and n.params["symbol"] in S.placeholders(k)}
-    nodes = []
-    for n in g.nodes:  # NEXT[y]'s neuron for x without its Q[x] (in every gate alike: still closed)
-        if n.kind == "gate" and n.label.startswith("NEXT["):
-            neurons = tuple((tuple((i, c) for i, c in pre if i not in tokens or len(pre) < 5), v)
-                            for pre, v in n.params["neurons"])
-            inputs = tuple(sorted({i for pre, _ in neurons for i, _ in pre}))
-            n = dataclasses.replace(n, params={"neurons": neurons}, inputs=inputs)
-        nodes.append(n)
-    o = S.analyze(dataclasses.replace(g, nodes=nodes), k)
-    assert o is not None
-    assert S.lift(o, program.with_alphabet(symbols(k + 3))) is None
-    assert S.lift(S.analyze(g, k), program.with_alphabet(symbols(k + 3))) is not None
 
 
 @settings(max_examples=150, deadline=None, database=None,
@@ -278,22 +259,34 @@ def test_a_lift_unequal_to_the_builders_graph_at_k_plus_1_is_refused(monkeypatch
     assert S.lift_program(program) is None
 
 
-def test_a_neuron_orbit_that_can_be_on_without_its_token_is_not_lifted():
+def _uf_next_changed(change):
+    """The orbits of uf's small graph with each per-x neuron of NEXT[y] (bos, real, Q[x], CTX,
+    BIGRAM[x, y]'s sign) changed by ``change(pre, token ids)``, in every gate alike (still closed)."""
     program = load("uf")
     k = S.small_size(program)
     g = S.graph_of(program.with_alphabet(S.placeholders(k)))
-    sep = next(n.id for n in g.nodes if n.kind == "token" and n.params["symbol"] == "<sep>")
+    tokens = {n.params["symbol"]: n.id for n in g.nodes if n.kind == "token"}
     nodes = []
-    for n in g.nodes:  # each per-x neuron of NEXT[y]: bias one higher, and reading -1 * "<sep>"
+    for n in g.nodes:
         if n.kind == "gate" and n.label.startswith("NEXT["):
-            neurons = []
-            for pre, v in n.params["neurons"]:
-                if len(pre) == 5:  # bos, real, Q[x], CTX, BIGRAM[x, y]'s sign
-                    pre = tuple(sorted([(i, c + 1 if i == 1 else c) for i, c in pre] + [(sep, -1)]))
-                neurons.append((pre, v))
+            neurons = tuple((change(pre, tokens) if len(pre) == 5 else pre, v) for pre, v in n.params["neurons"])
             inputs = tuple(sorted({i for pre, _ in neurons for i, _ in pre}))
-            n = dataclasses.replace(n, params={"neurons": tuple(neurons)}, inputs=inputs)
+            n = dataclasses.replace(n, params={"neurons": neurons}, inputs=inputs)
         nodes.append(n)
     o = S.analyze(dataclasses.replace(g, nodes=nodes), k)
     assert o is not None
-    assert S.lift(o, program.with_alphabet(symbols(k + 3))) is None
+    return o, program.with_alphabet(symbols(k + 3))
+
+
+def test_neuron_orbit_lifts_only_when_gated_by_its_token():
+    o, big = _uf_next_changed(lambda pre, tokens: pre)
+    assert S.lift(o, big) is not None
+    placeholders = set(S.placeholders(o.k))
+    # without its Q[x]
+    o, big = _uf_next_changed(lambda pre, tokens: tuple(
+        (i, c) for i, c in pre if i not in {tokens[s] for s in placeholders}))
+    assert S.lift(o, big) is None
+    # with its Q[x] but on without it: bias one higher, and reading -1 * "<sep>"
+    o, big = _uf_next_changed(lambda pre, tokens: tuple(sorted(
+        [(i, c + 1 if i == 1 else c) for i, c in pre] + [(tokens["<sep>"], -1)])))
+    assert S.lift(o, big) is None
