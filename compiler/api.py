@@ -63,19 +63,19 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
 
     with paused_gc():  # see rasp.gcpause
         try:
-            # written counts all plain or local: the core is in normal form as it is (no walk over
-            # the tens of thousands of definitions of a family to find that out)
             # a program that treats its symbols alike: its graph lifted from a few symbols' (checked
             # against the builder there; None for any other program or when a check fails)
             graph = lift_program(program)
             if graph is None:
+                # written counts all plain or local: the core is in normal form as it is (no walk
+                # over the tens of thousands of definitions of a family to find that out)
                 normal = only_local_counts(program.module)
                 core = program.core if normal else rewrite_core(program.core)
                 lap("rewrite")
                 graph = build_graph(core, normal=normal)
+                del core  # (a rewritten core is garbage now: see the del below)
             else:
-                core = program.core
-                passes["rewrite"] = 0.0  # (not needed: the small graphs were built from rewritten cores)
+                passes["rewrite"] = 0.0  # (the small graphs were built from rewritten cores)
             lap("graph")
         except RaspError as exc:
             raise exc.located(program.source, program.filename) from None
@@ -92,7 +92,7 @@ def compile(program: Program | str | Path, *, alphabet: Iterable[str] | None = N
         lap("config")
         # the graph and the plan (an object per residual dimension) are garbage now: reference
         # counting frees them here, so the collector does not scan them when it resumes
-        del core, graph, plan, alloc
+        del graph, plan, alloc
         # the collector's first run after the pause scans what the pause let pile up: it belongs to
         # compiling (it would otherwise run at the caller's next allocation). Run here, inside the
         # pause, it is a collection of the youngest generation; left to the first allocation after the

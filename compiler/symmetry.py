@@ -60,7 +60,9 @@ import itertools
 from collections import Counter
 
 from rasp import ast as A
+from rasp.errors import RaspError
 from rasp.program import Program
+from rasp.rewrite import only_local_counts, rewrite_core
 
 from .graph import Graph, Node, build_graph
 
@@ -482,8 +484,6 @@ def same_graph(g1: Graph, g2: Graph) -> bool:
 
 def graph_of(program: Program) -> Graph:
     """The builder's graph of a program (as :func:`compiler.compile` builds it)."""
-    from rasp.rewrite import only_local_counts, rewrite_core
-
     normal = only_local_counts(program.module)
     return build_graph(program.core if normal else rewrite_core(program.core), normal=normal)
 
@@ -492,8 +492,6 @@ def lift_program(program: Program) -> Graph | None:
     """The graph of a symmetric program lifted from its graph over a few placeholder symbols, checked
     against the builder's graph over one placeholder more; None when the program is not symmetric,
     its alphabet is not larger than that, or a check fails (the caller builds the graph as usual)."""
-    from rasp.errors import RaspError
-
     if len(program.core.defs) < LIFT_DEFINITIONS or symmetric(program) is not None:
         return None
     k = small_size(program)

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # the tests import their helpers (naive.py, cases.py) as top-level modules
@@ -19,3 +20,16 @@ _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, Healt
 settings.register_profile("ci", max_examples=60, derandomize=True, print_blob=True, **_COMMON)
 settings.register_profile("thorough", max_examples=10_000, print_blob=True, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def one_thread():
+    """PyTorch on one thread for the test (the CI machine has 2 shared cores; OpenMP spinning costs more
+    than it gains). Modules that run compiled models use it for every test:
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch  # (here, not at the top: most test modules never load PyTorch)
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

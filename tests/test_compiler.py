@@ -21,12 +21,7 @@ PROGRAMS = sorted(p for p in (ROOT / "programs").iterdir() if p.suffix in (".cr"
 TEST_ALPHABET = 6
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # the CI machine has 2 shared cores; OpenMP spinning costs more than it gains
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (tests/conftest.py)
 
 
 _LOADED: dict = {}

@@ -24,12 +24,7 @@ from compiler.model import CompiledTransformer
 from rasp.strategies import programs
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (tests/conftest.py)
 
 
 def _bool_defs(program: rasp.Program) -> list[str]:

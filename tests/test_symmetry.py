@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import HealthCheck, assume, given, settings
 
 import rasp
@@ -35,12 +34,7 @@ def orbits(program: rasp.Program) -> S.Orbits | None:
     return S.analyze(S.graph_of(program.with_alphabet(S.placeholders(k))), k)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (tests/conftest.py)
 
 
 # ----------------------------------------------------------------------------- which programs
