@@ -59,6 +59,8 @@ import dataclasses
 import itertools
 from collections import Counter
 
+import numpy as np
+
 from rasp import ast as A
 from rasp.errors import RaspError
 from rasp.program import Program
@@ -332,9 +334,42 @@ def _neuron_templates(o: Orbits, node: Node, S: tuple) -> list | None:
 
 
 # ----------------------------------------------------------------------------- lifting
+def permutations(n: int, m: int) -> np.ndarray:
+    """Every tuple of m distinct symbols of ``range(n)`` as the rows of an array, in the order of
+    ``itertools.permutations(range(n), m)`` (lexicographic): each row of the tuples of length j
+    extended by every symbol it lacks, in increasing order."""
+    rows = np.zeros((1, 0), dtype=np.int64)
+    for _ in range(m):
+        rest = complements(rows, n)
+        rows = np.concatenate([np.repeat(rows, rest.shape[1], axis=0), rest.reshape(-1, 1)], axis=1)
+    return rows
+
+
+def complements(rows: np.ndarray, n: int) -> np.ndarray:
+    """Per row of distinct symbols, the symbols of ``range(n)`` it lacks, in increasing order."""
+    keep = np.ones((rows.shape[0], n), dtype=bool)
+    keep[np.arange(rows.shape[0])[:, None], rows] = False
+    return np.nonzero(keep)[1].reshape(rows.shape[0], n - rows.shape[1])
+
+
+def rank(rows: np.ndarray, n: int) -> np.ndarray:
+    """The position of each row among :func:`permutations` (n, rows.shape[1]): with d_j the number of
+    symbols below row[j] that the row does not use before j, rank = sum_j d_j (n-j-1)(n-j-2)...
+    (n-m+1), the number of tuples that agree up to j and have a smaller symbol there, summed (Horner)."""
+    out = np.zeros(rows.shape[:-1], dtype=np.int64)  # (any leading axes: one rank per row)
+    for j in range(rows.shape[-1]):
+        below = (rows[..., :j] < rows[..., j:j + 1]).sum(axis=-1)
+        out = out * (n - j) + rows[..., j] - below
+    return out
+
+
 def lift(o: Orbits, program: Program) -> Graph | None:
     """The graph of ``program`` (the written program of the small graph ``o.graph``, over its own
-    alphabet) lifted from the small graph, or None where a node is not of a liftable form."""
+    alphabet) lifted from the small graph, or None where a node is not of a liftable form.
+
+    The instances of a representative with a support of m symbols are its nodes for the tuples of m
+    distinct symbols, made in :func:`permutations` order, so the instance for tuple t has the id
+    ``first[r] + rank(t)``: a term's ids for all the instances at once are arrays."""
     g = o.graph
     k = o.k
     ph = placeholders(k)
@@ -343,104 +378,124 @@ def lift(o: Orbits, program: Program) -> Graph | None:
         return None  # instance names quote such a symbol (P["a,b"]); labels and names here would not
     n_sym = len(target)
     order = {s: j for j, s in enumerate(program.core.symbols)}
-    table: dict[int, dict] = {}  # rep -> symbol index tuple -> new id
+    first: dict[int, int] = {}  # rep -> the id of its first instance
     nodes: list[Node] = []
+    tuples: dict[int, np.ndarray] = {}  # m -> permutations(n_sym, m)
+    names = np.array(target, dtype=object)
 
-    def form(terms, u):  # a linear form's terms for the instance u, in id order (ids are distinct)
-        return tuple(sorted([(ids[u] if same else ids[tuple([u[x] for x in pat])], c)
-                             for ids, pat, same, c in terms]))
+    def ids_of(terms, rows):  # each term's node ids for the tuples ``rows``: (rows, terms)
+        return np.stack([first[r2] + rank(rows[..., list(pat)], n_sym) for r2, pat, _ in terms], axis=-1)
+
+    def forms(terms, rows):  # a linear form's terms in id order (ids are distinct), per tuple in rows
+        ids = ids_of(terms, rows)
+        by_id = np.argsort(ids, axis=-1)
+        ids = np.take_along_axis(ids, by_id, axis=-1).reshape(-1, len(terms))
+        coefs = np.array([c for _, _, c in terms], dtype=object)[by_id].reshape(-1, len(terms))
+        return [tuple(zip(a, b)) for a, b in zip(ids.tolist(), coefs.tolist())], ids
 
     for r in range(len(g.nodes)):
         if o.rep[r] != r:
             continue
         node = g.nodes[r]
         S = o.tup[r]
+        m = len(S)
         kind = node.kind
-        rest = False
+        if m not in tuples:
+            tuples[m] = permutations(n_sym, m)
+        rows = tuples[m]
+        params: list | None = None  # per instance, where they change with it
+        inputs: list | None = None
         if kind in ("local", "uniform", "sign"):
             key = "input" if kind == "sign" else "value"
             terms = _term_templates(o, node.params[key], S)
             if terms is None:
                 return None
-            terms = [_compiled(table, t, len(S)) for t in terms]
+            lins, ids = forms(terms, rows)
+            params = [{**node.params, key: lin} for lin in lins]
+            inputs = list(map(tuple, ids.tolist()))
         elif kind == "gate":
             neurons = _neuron_templates(o, node, S)
             if neurons is None:
                 return None
-            neurons = [(e, [_compiled(table, t, len(S) + bool(e)) for t in terms_], c) for e, terms_, c in neurons]
-            spread = any(e for e, _, _ in neurons)
+            if any(e for e, _, _ in neurons):  # neurons per symbol x outside the tuple: rows (t, x)
+                outside = complements(rows, n_sym)
+                wide = np.concatenate([np.repeat(rows[:, None, :], outside.shape[1], axis=1), outside[:, :, None]],
+                                      axis=2)
+            per = []  # per neuron template, per instance: its neurons
+            read = []  # per neuron template, per instance: the ids its neurons read
+            for e, terms_, c in neurons:
+                lins, ids = forms(terms_, wide if e else rows)
+                w = outside.shape[1] if e else 1
+                per.append([tuple([(lin, c) for lin in lins[j * w:(j + 1) * w]]) for j in range(len(rows))])
+                read.append(ids.reshape(len(rows), -1))
+            pres = [tuple(itertools.chain.from_iterable(ns)) for ns in zip(*per)] if per else [()] * len(rows)
+            params = [{"neurons": p} for p in pres]
+            read = np.sort(np.concatenate(read, axis=1), axis=1) if read else np.zeros((len(rows), 0), np.int64)
+            if (read[:, 1:] != read[:, :-1]).all():  # (no id read twice in any instance: the rows as they are)
+                inputs = list(map(tuple, read.tolist()))
+            else:
+                inputs = [tuple(sorted(set(ids))) for ids in read.tolist()]
+        elif kind == "token" and node.params["symbol"] in ph:
+            params = [{"symbol": s} for s in names[rows[:, 0]].tolist()]
         elif kind == "tokenset":
             # the set holds all or none of the symbols outside its support (it is fixed by their
             # permutations): all of them over any alphabet, or none
-            rest = any(ph[a] in node.params["symbols"] for a in range(k) if a not in S)
+            syms = node.params["symbols"]
+            fixed = [x for x in syms if x not in ph]
+            mine = [j for j, a in enumerate(S) if ph[a] in syms]
+            every = any(ph[a] in syms for a in range(k) if a not in S)
+            params = []
+            for u in rows.tolist():
+                chosen = fixed + [target[u[j]] for j in mine]
+                if every:
+                    chosen += [target[x] for x in range(n_sym) if x not in u]
+                params.append({"symbols": tuple(sorted(chosen, key=order.__getitem__))})
         # the label as a format string: S's placeholders become {0}, {1}, ...; a label may name one
         # term of an orbit (a symbol outside the support): that one becomes *
         label = node.label.replace("{", "{{").replace("}", "}}").translate(
             {PLACEHOLDER + a: ("{%d}" % S.index(a)) if a in S else "*" for a in range(k)})
-        mine = table[r] = {}
-        for u in itertools.permutations(range(n_sym), len(S)):
-            p = node.params
-            if kind in ("local", "uniform", "sign"):
-                lin = form(terms, u)
-                p = {**p, key: lin}
-                inputs = tuple([i for i, _ in lin])
-            elif kind == "gate":
-                others = [x for x in range(n_sym) if x not in u] if spread else ()
-                pres = []
-                for e, terms_, c in neurons:
-                    if not e:
-                        pres.append((form(terms_, u), c))
-                        continue
-                    for x in others:
-                        pres.append((form(terms_, u + (x,)), c))
-                p = {"neurons": tuple(pres)}
-                inputs = tuple(sorted({i for pre, _ in pres for i, _ in pre}))
-            elif kind == "token":
-                s = p["symbol"]
-                p = {"symbol": target[u[0]] if s in ph else s}
-                inputs = ()
-            elif kind == "tokenset":
-                syms = [x for x in p["symbols"] if x not in ph]
-                syms += [target[x] for a, x in zip(S, u) if ph[a] in p["symbols"]]
-                if rest:
-                    syms += [target[x] for x in range(n_sym) if x not in u]
-                p = {"symbols": tuple(sorted(syms, key=order.__getitem__))}
-                inputs = ()
-            else:
-                inputs = ()
-            mine[u] = len(nodes)
-            nodes.append(Node(len(nodes), kind, label.format(*[target[x] for x in u]),
-                              node.slot, p, inputs, None))
+        labels = [label.format(*u) for u in names[rows].tolist()] if m else [label.format()]
+        first[r] = base = len(nodes)
+        for j, text in enumerate(labels):
+            nodes.append(Node(base + j, kind, text, node.slot, node.params if params is None else params[j],
+                              () if inputs is None else inputs[j], None))
+
+    def id_of(i: int, t: tuple) -> int:  # the lifted node for small node i's representative at tuple t
+        return first[o.rep[i]] + int(rank(np.array(t, dtype=np.int64), n_sym))
+
     outputs = []
     if g.output_kind == "accept":
         for name, (i, neg) in g.outputs:
             if o.tup[i]:
                 return None
-            outputs.append((name, (table[o.rep[i]][()], neg)))
+            outputs.append((name, (id_of(i, ()), neg)))
     else:
         name0, (i, neg) = g.outputs[0]  # the output of the first placeholder
         if set(o.tup[i]) - {0}:
             return None
         for x, s in enumerate(target):
-            outputs.append((name0.translate({PLACEHOLDER: s}), (table[o.rep[i]][(x,) * len(o.tup[i])], neg)))
+            outputs.append((name0.translate({PLACEHOLDER: s}), (id_of(i, (x,) * len(o.tup[i])), neg)))
     definitions = {}
     for name, text in g.definitions.items():
         syms = [ord(ch) - PLACEHOLDER for ch in name if PLACEHOLDER <= ord(ch) < PLACEHOLDER + k]
-        first = list(dict.fromkeys(syms))
-        if first != list(range(len(first))):
+        used = list(dict.fromkeys(syms))
+        if used != list(range(len(used))):
             continue  # not a representative instance: F[P0, P1] and F[P0, P0] stand for all
-        node_id = None
+        if len(used) not in tuples:
+            tuples[len(used)] = permutations(n_sym, len(used))
+        rows = tuples[len(used)]
+        texts = itertools.repeat(text)
         if text.startswith("bool: node ") or text.startswith("bool: real - node "):
             node_id = int(text.rsplit(" ", 1)[1])
-            if not set(o.tup[node_id]) <= set(first):
+            if not set(o.tup[node_id]) <= set(used):
                 return None
-        for u in itertools.permutations(range(n_sym), len(first)):
-            new_name = name.translate({PLACEHOLDER + a: target[x] for a, x in zip(first, u)})
-            if node_id is None:
-                definitions[new_name] = text
-            else:
-                j = table[o.rep[node_id]][tuple(u[a] for a in o.tup[node_id])]
-                definitions[new_name] = text.rsplit(" ", 1)[0] + f" {j}"
+            head = text.rsplit(" ", 1)[0]
+            ids = first[o.rep[node_id]] + rank(rows[:, list(o.tup[node_id])], n_sym)
+            texts = (f"{head} {j}" for j in ids.tolist())
+        pattern = name.replace("{", "{{").replace("}", "}}").translate(
+            {PLACEHOLDER + a: "{%d}" % a for a in range(len(used))})
+        for u, t in zip(names[rows].tolist(), texts):
+            definitions[pattern.format(*u)] = t
     return Graph(nodes, outputs, program.core.output.kind, program.core.symbols, program.core.alphabet,
                  program.core.special, definitions, lifted_from=k)
 
@@ -448,13 +503,6 @@ def lift(o: Orbits, program: Program) -> Graph | None:
 def _quoted(symbol: str) -> bool:
     """Whether :func:`rasp.expand.instance_key` writes the symbol as a JSON string."""
     return "," in symbol or symbol.startswith('"')
-
-
-def _compiled(table: dict, term: tuple, n: int) -> tuple:
-    """A term template as :func:`lift` reads it for instance tuples of length n: (the ids of its
-    representative's instances, pattern, whether the pattern is the instance tuple itself, coefficient)."""
-    r, pat, c = term
-    return (table[r], pat, pat == tuple(range(n)), c)
 
 
 # ----------------------------------------------------------------------------- checking and driving

@@ -4,6 +4,7 @@ lifted model agrees with the interpreter."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,23 @@ def test_symmetric_verdicts(text, reason):
     assert S.symmetric(rasp.parse(text)) == reason
 
 
+# ----------------------------------------------------------------------------- instance tuples
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("m", [0, 1, 2, 3])
+def test_permutations_rank_and_complements(n, m):
+    # lift numbers a representative's instances in itertools.permutations order and finds a term's
+    # node by rank: both must agree with the obvious enumeration, with leading axes too
+    if m > n:
+        return
+    expected = list(itertools.permutations(range(n), m))
+    rows = S.permutations(n, m)
+    assert rows.shape == (len(expected), m) and [tuple(r) for r in rows.tolist()] == expected
+    assert S.rank(rows, n).tolist() == list(range(len(expected)))
+    assert S.rank(rows[None], n).tolist() == [list(range(len(expected)))]
+    rest = S.complements(rows, n)
+    assert [list(r) for r in rest.tolist()] == [[x for x in range(n) if x not in t] for t in expected]
+
+
 # ----------------------------------------------------------------------------- lifted == built
 @pytest.mark.parametrize("name", LIFTED)
 @pytest.mark.parametrize("n", [6, 9, 13])
@@ -75,6 +93,8 @@ def test_lifted_graph_is_the_builders(name, n):
     assert lifted is not None and lifted.lifted_from == o.k
     assert len(lifted.nodes) == len(built.nodes)
     assert S.same_graph(lifted, built)
+    assert [n.id for n in lifted.nodes] == list(range(len(lifted.nodes)))
+    assert all(n.inputs == read_by_parameters(n) for n in lifted.nodes)
 
 
 def test_lift_program_checks_and_lifts():
@@ -116,18 +136,25 @@ def test_same_graph_tells_graphs_apart():
     assert not S.same_graph(g, dataclasses.replace(g, definitions=defs))
 
 
+def read_by_parameters(n) -> tuple:
+    """The nodes a node's parameters read, in id order, each once."""
+    lins = {"local": ["value"], "uniform": ["value"], "sign": ["input"]}.get(n.kind, [])
+    read = {i for key in lins for i, _ in n.params[key]}
+    if n.kind == "gate":
+        read = {i for pre, _ in n.params["neurons"] for i, _ in pre}
+    return tuple(sorted(read))
+
+
 def test_builder_inputs_are_the_nodes_its_parameters_read():
-    # the lifting writes a node's inputs from its renamed parameters (what plan and _live_nodes read)
+    # the lifting writes a node's inputs from its renamed parameters (what plan and _live_nodes
+    # read); same_graph compares parameters, so test_lifted_graph_is_the_builders checks the lifted
+    # inputs this way
     for path in sorted((ROOT / "programs").iterdir()):
         program = rasp.load(path)
         if S.symmetric(program) is not None:
             continue
         for n in S.graph_of(program.with_alphabet(symbols(4))).nodes:
-            lins = {"local": ["value"], "uniform": ["value"], "sign": ["input"]}.get(n.kind, [])
-            read = {i for key in lins for i, _ in n.params[key]}
-            if n.kind == "gate":
-                read = {i for pre, _ in n.params["neurons"] for i, _ in pre}
-            assert n.inputs == tuple(sorted(read)), (path.name, n)
+            assert n.inputs == read_by_parameters(n), (path.name, n)
 
 
 # ----------------------------------------------------------------------------- refused
