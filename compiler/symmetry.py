@@ -383,14 +383,22 @@ def lift(o: Orbits, program: Program) -> Graph | None:
     tuples: dict[int, np.ndarray] = {}  # m -> permutations(n_sym, m)
     names = np.array(target, dtype=object)
 
-    def ids_of(terms, rows):  # each term's node ids for the tuples ``rows``: (rows, terms)
-        return np.stack([first[r2] + rank(rows[..., list(pat)], n_sym) for r2, pat, _ in terms], axis=-1)
+    def tuples_of(m: int) -> np.ndarray:
+        if m not in tuples:
+            tuples[m] = permutations(n_sym, m)
+        return tuples[m]
 
-    def forms(terms, rows):  # a linear form's terms in id order (ids are distinct), per tuple in rows
-        ids = ids_of(terms, rows)
+    def forms(terms, rows):
+        """A linear form's terms per tuple of ``rows`` (any leading axes), in id order as the builder
+        writes them (the ids of one form are distinct, so sorting by id alone is the builder's
+        order), and those ids as an array with one row per form."""
+        ids = np.zeros(rows.shape[:-1] + (len(terms),), dtype=np.int64)
+        for j, (r2, pat, _) in enumerate(terms):
+            ids[..., j] = first[r2] + rank(rows[..., list(pat)], n_sym)
         by_id = np.argsort(ids, axis=-1)
-        ids = np.take_along_axis(ids, by_id, axis=-1).reshape(-1, len(terms))
-        coefs = np.array([c for _, _, c in terms], dtype=object)[by_id].reshape(-1, len(terms))
+        shape = (int(np.prod(rows.shape[:-1])), len(terms))  # (one row per form; -1 fails for no terms)
+        ids = np.take_along_axis(ids, by_id, axis=-1).reshape(shape)
+        coefs = np.array([c for _, _, c in terms], dtype=object)[by_id].reshape(shape)
         return [tuple(zip(a, b)) for a, b in zip(ids.tolist(), coefs.tolist())], ids
 
     for r in range(len(g.nodes)):
@@ -398,11 +406,8 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             continue
         node = g.nodes[r]
         S = o.tup[r]
-        m = len(S)
         kind = node.kind
-        if m not in tuples:
-            tuples[m] = permutations(n_sym, m)
-        rows = tuples[m]
+        rows = tuples_of(len(S))
         params: list | None = None  # per instance, where they change with it
         inputs: list | None = None
         if kind in ("local", "uniform", "sign"):
@@ -417,24 +422,25 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             neurons = _neuron_templates(o, node, S)
             if neurons is None:
                 return None
-            if any(e for e, _, _ in neurons):  # neurons per symbol x outside the tuple: rows (t, x)
+            wide = None  # rows (t, x) for every symbol x outside t, for neurons per extra symbol
+            if any(e for e, _, _ in neurons):
                 outside = complements(rows, n_sym)
                 wide = np.concatenate([np.repeat(rows[:, None, :], outside.shape[1], axis=1), outside[:, :, None]],
                                       axis=2)
             per = []  # per neuron template, per instance: its neurons
-            read = []  # per neuron template, per instance: the ids its neurons read
+            reads = []  # per neuron template, per instance: the ids its neurons read
             for e, terms_, c in neurons:
                 lins, ids = forms(terms_, wide if e else rows)
-                w = outside.shape[1] if e else 1
+                w = len(lins) // len(rows)  # neurons per instance: n - m for an extra symbol, else 1
                 per.append([tuple([(lin, c) for lin in lins[j * w:(j + 1) * w]]) for j in range(len(rows))])
-                read.append(ids.reshape(len(rows), -1))
+                reads.append(ids.reshape(len(rows), -1))
             pres = [tuple(itertools.chain.from_iterable(ns)) for ns in zip(*per)] if per else [()] * len(rows)
             params = [{"neurons": p} for p in pres]
-            read = np.sort(np.concatenate(read, axis=1), axis=1) if read else np.zeros((len(rows), 0), np.int64)
+            read = np.sort(np.concatenate(reads, axis=1), axis=1) if reads else np.zeros((len(rows), 0), np.int64)
             if (read[:, 1:] != read[:, :-1]).all():  # (no id read twice in any instance: the rows as they are)
                 inputs = list(map(tuple, read.tolist()))
             else:
-                inputs = [tuple(sorted(set(ids))) for ids in read.tolist()]
+                inputs = [tuple(sorted(set(row))) for row in read.tolist()]
         elif kind == "token" and node.params["symbol"] in ph:
             params = [{"symbol": s} for s in names[rows[:, 0]].tolist()]
         elif kind == "tokenset":
@@ -444,20 +450,15 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             fixed = [x for x in syms if x not in ph]
             mine = [j for j, a in enumerate(S) if ph[a] in syms]
             every = any(ph[a] in syms for a in range(k) if a not in S)
-            params = []
-            for u in rows.tolist():
-                chosen = fixed + [target[u[j]] for j in mine]
-                if every:
-                    chosen += [target[x] for x in range(n_sym) if x not in u]
-                params.append({"symbols": tuple(sorted(chosen, key=order.__getitem__))})
+            rest = names[complements(rows, n_sym)].tolist() if every else [[]] * len(rows)
+            params = [{"symbols": tuple(sorted(fixed + [target[u[j]] for j in mine] + others, key=order.__getitem__))}
+                      for u, others in zip(rows.tolist(), rest)]
         # the label as a format string: S's placeholders become {0}, {1}, ...; a label may name one
         # term of an orbit (a symbol outside the support): that one becomes *
-        label = node.label.replace("{", "{{").replace("}", "}}").translate(
-            {PLACEHOLDER + a: ("{%d}" % S.index(a)) if a in S else "*" for a in range(k)})
-        labels = [label.format(*u) for u in names[rows].tolist()] if m else [label.format()]
+        label = _template(node.label, {a: ("{%d}" % S.index(a)) if a in S else "*" for a in range(k)})
         first[r] = base = len(nodes)
-        for j, text in enumerate(labels):
-            nodes.append(Node(base + j, kind, text, node.slot, node.params if params is None else params[j],
+        for j, u in enumerate(names[rows].tolist()):
+            nodes.append(Node(base + j, kind, label.format(*u), node.slot, node.params if params is None else params[j],
                               () if inputs is None else inputs[j], None))
 
     def id_of(i: int, t: tuple) -> int:  # the lifted node for small node i's representative at tuple t
@@ -481,9 +482,7 @@ def lift(o: Orbits, program: Program) -> Graph | None:
         used = list(dict.fromkeys(syms))
         if used != list(range(len(used))):
             continue  # not a representative instance: F[P0, P1] and F[P0, P0] stand for all
-        if len(used) not in tuples:
-            tuples[len(used)] = permutations(n_sym, len(used))
-        rows = tuples[len(used)]
+        rows = tuples_of(len(used))
         texts = itertools.repeat(text)
         if text.startswith("bool: node ") or text.startswith("bool: real - node "):
             node_id = int(text.rsplit(" ", 1)[1])
@@ -492,12 +491,17 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             head = text.rsplit(" ", 1)[0]
             ids = first[o.rep[node_id]] + rank(rows[:, list(o.tup[node_id])], n_sym)
             texts = (f"{head} {j}" for j in ids.tolist())
-        pattern = name.replace("{", "{{").replace("}", "}}").translate(
-            {PLACEHOLDER + a: "{%d}" % a for a in range(len(used))})
+        pattern = _template(name, {a: "{%d}" % a for a in range(len(used))})
         for u, t in zip(names[rows].tolist(), texts):
             definitions[pattern.format(*u)] = t
     return Graph(nodes, outputs, program.core.output.kind, program.core.symbols, program.core.alphabet,
                  program.core.special, definitions, lifted_from=k)
+
+
+def _template(text: str, fields: dict[int, str]) -> str:
+    """``text`` as a ``str.format`` template: its braces escaped, placeholder a replaced by
+    ``fields[a]`` (``{0}``, ``{1}``, ... or any text)."""
+    return text.replace("{", "{{").replace("}", "}}").translate({PLACEHOLDER + a: f for a, f in fields.items()})
 
 
 def _quoted(symbol: str) -> bool:
