@@ -73,10 +73,12 @@ from .graph import Graph, Node, build_graph
 PLACEHOLDER = 0xF0000
 
 
-#: the fewest definitions (after expansion) for which lifting is tried: it costs a few tens of
-#: milliseconds whatever the alphabet (two small graphs, their orbits, the check), about what the
-#: builder takes for 300 to 700 definitions (``uf.rasp`` over 16 symbols, 306 definitions: 40 ms
-#: lifted, 35 built; ``ur.rasp`` over 26, 729 definitions: 60 and 75 ms)
+#: the fewest definitions (after expansion) for which lifting is tried: it costs about 10 ms
+#: whatever the alphabet (two small graphs, their orbits, the check) plus the lift, and is faster than
+#: the builder from somewhere between 300 and 550 definitions (graph pass alone, collector paused,
+#: best of 15, 2026-12-02:
+#: ``uf.rasp`` over 16 symbols, 306 definitions, 25 ms lifted and 20 built; over 22 symbols, 552
+#: definitions, 25 and 42 ms; ``ur.rasp`` over 26, 729 definitions, 31 and 47 ms)
 LIFT_DEFINITIONS = 500
 
 
