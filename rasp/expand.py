@@ -30,6 +30,20 @@ from .typecheck import Checked, symbol_comparison
 _SYMBOL_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
                "<=": operator.le, ">=": operator.ge}
 
+_TURNED = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def _codes_where(op: str, v: int, n: int) -> int:
+    """How many data codes c (0 .. n-1: the alphabet's symbols come first) satisfy ``c OP v``."""
+    below = min(max(v, 0), n)  # c < v
+    if op == "<":
+        return below
+    if op == ">=":
+        return n - below
+    at = 1 if 0 <= v < n else 0  # c == v (a special's code is n or more)
+    return {"==": at, "!=": n - at, "<=": below + at, ">": n - below - at}[op]
+
+
 STANDARD_SYMBOLS = tuple("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
@@ -267,8 +281,9 @@ class _Expander:
 
     def symbol_count(self, e: A.Quant, env: dict[str, str]) -> int | None:
         """``sum(y, c1 if y < x else c2)`` (any symbol comparison of the summed variable with a bound
-        variable or a written symbol, two written constants) as the number it expands to, counted
-        over the codes at once; None for any other sum. The expansion of each part would fold to c1
+        variable or a written symbol, two written constants) as the number it expands to, the parts
+        whose comparison holds counted by arithmetic on the codes (:func:`_codes_where`); None for any
+        other sum. The expansion of each part would fold to c1
         or c2 (:func:`_folds`) and the sum of constants to its value: this is that value without the
         |alphabet| parts (raspl_count.rasp's ``CODE[x]``, a symbol's code, is 22,500 of them over
         150 symbols)."""
@@ -286,13 +301,13 @@ class _Expander:
             return codes_of[self.sym(v.symbol, env)]
 
         left, right = side(test.left), side(test.right)
-        cmp = _SYMBOL_CMP[test.op]
         n = len(self.alphabet)
-        if left is None and right is None:
-            hits = n if cmp(0, 0) else 0
-        else:
-            codes = [codes_of[a] for a in self.alphabet]
-            hits = sum(1 for c in codes if cmp(c if left is None else left, c if right is None else right))
+        if (left is None) == (right is None):  # y OP y, or two fixed sides: every part or none
+            hits = n if _SYMBOL_CMP[test.op](left or 0, right or 0) else 0
+        elif left is None:
+            hits = _codes_where(test.op, right, n)
+        else:  # (v OP y is y OP' v with the order comparison turned round)
+            hits = _codes_where(_TURNED.get(test.op, test.op), left, n)
         return then.value * hits + other.value * (n - hits)
 
     def expr(self, e, env: dict[str, str]):
