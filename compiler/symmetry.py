@@ -74,11 +74,11 @@ PLACEHOLDER = 0xF0000
 
 
 #: the fewest definitions (after expansion) for which lifting is tried: it costs about 10 ms
-#: whatever the alphabet (two small graphs, their orbits, the check) plus the lift, and is faster than
-#: the builder from somewhere between 300 and 550 definitions (graph pass alone, collector paused,
-#: best of 15, 2026-12-02:
-#: ``uf.rasp`` over 16 symbols, 306 definitions, 25 ms lifted and 20 built; over 22 symbols, 552
-#: definitions, 25 and 42 ms; ``ur.rasp`` over 26, 729 definitions, 31 and 47 ms)
+#: whatever the alphabet (two small graphs, their orbits, the check) plus the lift, about even with
+#: the builder near 300 definitions and faster beyond (graph pass alone, collector paused, best of
+#: 15, 2026-12-02: ``uf.rasp`` over 16 symbols, 306 definitions, 25 ms lifted and 20 built in one
+#: run, 24 and 29 in another; over 22 symbols, 552 definitions, 25 and 42 ms; ``ur.rasp`` over 26,
+#: 729 definitions, 31 and 47 ms)
 LIFT_DEFINITIONS = 500
 
 

@@ -30,6 +30,7 @@ from .typecheck import Checked, symbol_comparison
 _SYMBOL_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
                "<=": operator.le, ">=": operator.ge}
 
+#: v OP y is y TURNED[OP] v (== and != are their own)
 _TURNED = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 
@@ -281,12 +282,12 @@ class _Expander:
 
     def symbol_count(self, e: A.Quant, env: dict[str, str]) -> int | None:
         """``sum(y, c1 if y < x else c2)`` (any symbol comparison of the summed variable with a bound
-        variable or a written symbol, two written constants) as the number it expands to, the parts
-        whose comparison holds counted by arithmetic on the codes (:func:`_codes_where`); None for any
-        other sum. The expansion of each part would fold to c1
-        or c2 (:func:`_folds`) and the sum of constants to its value: this is that value without the
-        |alphabet| parts (raspl_count.rasp's ``CODE[x]``, a symbol's code, is 22,500 of them over
-        150 symbols)."""
+        variable, a written symbol or itself, or of two fixed sides; two written constants) as the
+        number it expands to, the parts whose comparison holds counted by arithmetic on the codes
+        (:func:`_codes_where`); None for any other sum. The expansion of each part would fold to c1 or
+        c2 (:func:`_folds`) and the sum of constants to its value: this is that value without the
+        |alphabet| parts (raspl_count.rasp's ``CODE[x]``, a symbol's code, is 22,500 of them over 150
+        symbols)."""
         body = e.body
         if type(body) is not A.Cond or type(body.test) is not A.Compare:
             return None
@@ -303,7 +304,8 @@ class _Expander:
         left, right = side(test.left), side(test.right)
         n = len(self.alphabet)
         if (left is None) == (right is None):  # y OP y, or two fixed sides: every part or none
-            hits = n if _SYMBOL_CMP[test.op](left or 0, right or 0) else 0
+            holds = _SYMBOL_CMP[test.op](0, 0) if left is None else _SYMBOL_CMP[test.op](left, right)
+            hits = n if holds else 0
         elif left is None:
             hits = _codes_where(test.op, right, n)
         else:  # (v OP y is y OP' v with the order comparison turned round)

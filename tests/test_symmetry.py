@@ -82,7 +82,7 @@ def test_permutations_rank_and_complements(n, m):
 @pytest.mark.parametrize("kind, params, inputs", [
     ("uniform", {"value": ()}, ()), ("sign", {"input": ()}, ()), ("local", {"offset": 1, "value": ()}, ()),
     ("gate", {"neurons": ()}, ()), ("gate", {"neurons": (((), 1),)}, ()),
-    ("gate", {"neurons": (((), 1), (((1, 1),), -1))}, (1,)),
+    ("gate", {"neurons": (((), 1), (((1, 1),), -1))}, (1,)),  # (node 1, real, keeps its id when lifted)
 ])
 def test_lift_keeps_empty_linear_forms(kind, params, inputs):
     # the builder makes no empty form today, but lift takes any node of these kinds: an extra node
@@ -109,8 +109,8 @@ def test_lifted_graph_is_the_builders(name, n):
     assert lifted is not None and lifted.lifted_from == o.k
     assert len(lifted.nodes) == len(built.nodes)
     assert S.same_graph(lifted, built)
-    assert [n.id for n in lifted.nodes] == list(range(len(lifted.nodes)))
-    assert all(n.inputs == read_by_parameters(n) for n in lifted.nodes)
+    assert [node.id for node in lifted.nodes] == list(range(len(lifted.nodes)))
+    assert all(node.inputs == read_by_parameters(node) for node in lifted.nodes)
 
 
 def test_lift_program_checks_and_lifts():
