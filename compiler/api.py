@@ -36,7 +36,7 @@ from rasp.program import Program, allowed_sets, check_batch, generation_limits, 
 from rasp.rewrite import only_local_counts, rewrite_core
 
 from .alloc import allocate
-from .graph import build_graph
+from .graph import build_graph, realized_by
 from .plan import plan_layers
 from .symmetry import lift_program
 from .weights import build_weights, exact_dtypes, exact_sum_positions
@@ -115,9 +115,9 @@ def model_config(program: Program, graph, plan, alloc, arch: dict, tensors: dict
             h["dim"] = alloc.index[node]
     definitions = {}
     for name, how in graph.definitions.items():
-        if " node " in how:
-            node = int(how.rsplit(" ", 1)[1])
-            how = how.replace(f"node {node}", f"dim {alloc.index[node]}")
+        by = realized_by(how)
+        if by is not None:
+            how = f"{by[0]}dim {alloc.index[by[1]]}"
         definitions[name] = how
     return {
         "format": FORMAT,

@@ -118,7 +118,7 @@ class Graph:
     symbols: tuple[str, ...]
     alphabet: tuple[str, ...]
     special: tuple[str, ...]
-    definitions: dict[str, str] = field(default_factory=dict)  # name -> how it is realized
+    definitions: dict[str, str] = field(default_factory=dict)  # name -> how it is realized (see realized_by)
     #: for a graph lifted from a few symbols' (compiler.symmetry): how many; None when built here
     lifted_from: int | None = None
 
@@ -1629,6 +1629,15 @@ def _lin_text(F: dict, nodes: list[Node]) -> str:
         else:
             parts.append(f" + {term}" if v > 0 else f" - {term}")
     return "".join(parts)
+
+
+def realized_by(how: str) -> tuple[str, int] | None:
+    """For a definition realized by a node (``bool: node 7``, ``bool: real - node 7``, as
+    :func:`build_graph` writes it): (the text before ``node``, the node id); None for the others."""
+    for prefix in ("bool: ", "bool: real - "):
+        if how.startswith(prefix + "node "):
+            return prefix, int(how[len(prefix) + len("node "):])
+    return None
 
 
 def build_graph(core: A.CoreProgram, normal: bool = False) -> Graph:

@@ -66,7 +66,7 @@ from rasp.errors import RaspError
 from rasp.program import Program
 from rasp.rewrite import only_local_counts, rewrite_core
 
-from .graph import Graph, Node, build_graph
+from .graph import Graph, Node, build_graph, realized_by
 
 #: placeholder symbols of the small graph: private-use code points, which no label contains otherwise,
 #: so replacing them in labels and definition names is exact
@@ -98,12 +98,12 @@ def symmetric(program: Program) -> str | None:
             continue
         variables = {p.name for p in s.params}  # (parameters are variables: the type checker says so)
         stack = [s.expr]
-        while stack:
+        while stack:  # (guards are relations over positions: no symbols in them)
             e = stack.pop()
-            if isinstance(e, A.SymLit):
-                if e.value in data:
-                    return f"{s.name} names the data symbol {e.value!r}"
-                continue
+            written = (e.symbol,) if isinstance(e, A.Tok) else e.indices if isinstance(e, A.Ref) else ()
+            for sym in written:  # (symbols are written only in tokens and family references)
+                if isinstance(sym, A.SymLit) and sym.value in data:
+                    return f"{s.name} names the data symbol {sym.value!r}"
             if isinstance(e, A.Quant):
                 if e.op == "sum":  # sum(x, 1) is the alphabet's size: the value would depend on it
                     return f"{s.name} sums over the alphabet"
@@ -112,13 +112,7 @@ def symmetric(program: Program) -> str | None:
                     (isinstance(x, A.Ref) and not x.indices and x.name in variables) or isinstance(x, A.Tok)
                     for x in (e.left, e.right)):
                 return f"{s.name} compares symbols by their order"
-            if dataclasses.is_dataclass(e) and not isinstance(e, type):
-                for f in dataclasses.fields(e):
-                    v = getattr(e, f.name)
-                    if isinstance(v, tuple):
-                        stack.extend(x for x in v if dataclasses.is_dataclass(x))
-                    elif dataclasses.is_dataclass(v):
-                        stack.append(v)
+            stack.extend(A.children(e))
     return None
 
 
@@ -486,13 +480,13 @@ def lift(o: Orbits, program: Program) -> Graph | None:
             continue  # not a representative instance: F[P0, P1] and F[P0, P0] stand for all
         rows = tuples_of(len(used))
         texts = itertools.repeat(text)
-        if text.startswith("bool: node ") or text.startswith("bool: real - node "):
-            node_id = int(text.rsplit(" ", 1)[1])
+        by = realized_by(text)
+        if by is not None:
+            prefix, node_id = by
             if not set(o.tup[node_id]) <= set(used):
                 return None
-            head = text.rsplit(" ", 1)[0]
             ids = first[o.rep[node_id]] + rank(rows[:, list(o.tup[node_id])], n_sym)
-            texts = (f"{head} {j}" for j in ids.tolist())
+            texts = (f"{prefix}node {j}" for j in ids.tolist())
         pattern = _template(name, {a: "{%d}" % a for a in range(len(used))})
         for u, t in zip(names[rows].tolist(), texts):
             definitions[pattern.format(*u)] = t
@@ -527,10 +521,8 @@ def same_graph(g1: Graph, g2: Graph) -> bool:
         outputs = [(name, cls[i], neg) for name, (i, neg) in g.outputs]
         defs = {}
         for name, text in g.definitions.items():
-            if text.startswith("bool: node ") or text.startswith("bool: real - node "):
-                head, i = text.rsplit(" ", 1)
-                text = (head, cls[int(i)])
-            defs[name] = text
+            by = realized_by(text)
+            defs[name] = text if by is None else (by[0], cls[by[1]])
         return nodes, outputs, defs, (g.output_kind, g.symbols, g.alphabet, g.special)
 
     return summary(g1) == summary(g2)

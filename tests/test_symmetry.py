@@ -307,8 +307,8 @@ def _uf_next_changed(change):
     for n in g.nodes:
         if n.kind == "gate" and n.label.startswith("NEXT["):
             neurons = tuple((change(pre, tokens) if len(pre) == 5 else pre, v) for pre, v in n.params["neurons"])
-            inputs = tuple(sorted({i for pre, _ in neurons for i, _ in pre}))
-            n = dataclasses.replace(n, params={"neurons": neurons}, inputs=inputs)
+            n = dataclasses.replace(n, params={"neurons": neurons})
+            n = dataclasses.replace(n, inputs=read_by_parameters(n))
         nodes.append(n)
     o = S.analyze(dataclasses.replace(g, nodes=nodes), k)
     assert o is not None
