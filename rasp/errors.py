@@ -210,6 +210,12 @@ class OutsideClassError(RaspError):
     bounded mode (``--max-length N``) compiles some of these, so callers tell it from other errors."""
 
 
+class EmptyAlphabetError(RaspError):
+    """A program with no data symbols, declared or written, and none given: the text may be fine
+    (``load(path, alphabet=...)`` and ``--alphabet`` supply them), so callers that only want the
+    text's own errors tell it from them by this class."""
+
+
 class TooLargeError(RaspError):
     """A program the tool refuses for its size, not its meaning: RASP-L lowering tells such a refusal
     of its lowered program from a lowering bug by this class."""

@@ -20,7 +20,7 @@ import re
 
 from . import ast as A
 from . import builtins
-from .errors import ExpansionError, MagnitudeError, RaspError, listing
+from .errors import EmptyAlphabetError, ExpansionError, MagnitudeError, RaspError, listing
 from .printer import expr_to_str
 import operator
 
@@ -136,8 +136,8 @@ def resolve_alphabet(module: A.Module, checked: Checked, override: tuple[str, ..
         alphabet = tuple(s for s in mentioned_symbols(module) if s not in special)
     if not alphabet:
         where = checked.alphabet or next((s for s in module.statements if isinstance(s, A.Definition)), None)
-        raise RaspError("the program has an empty alphabet", where.span if where else None,
-                        "declare one: 'alphabet a b c', or pass --alphabet")
+        raise EmptyAlphabetError("the program has an empty alphabet", where.span if where else None,
+                                 "declare one: 'alphabet a b c', or pass --alphabet")
     return tuple(alphabet), tuple(special)
 
 

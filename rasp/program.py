@@ -405,7 +405,15 @@ MAX_PROGRAM_BYTES = 64 * 2**20
 
 
 def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
-    """Read and parse a program file (``.cr`` or ``.rasp``: one language)."""
+    """Read and parse a program file (``.cr`` or ``.rasp``: one language); with ``alphabet``, its
+    families are expanded over those data symbols (a file without an alphabet line needs them)."""
+    text, filename = read_source(path)
+    return parse(text, filename=filename, alphabet=alphabet)
+
+
+def read_source(path: str | Path) -> tuple[str, str]:
+    """(text, file name) of a program file: UTF-8 (a byte-order mark dropped), line ends as
+    ``\n``; every failure to read it is a :class:`RaspError` with a hint."""
     if not isinstance(path, (str, Path)):
         raise RaspError(f"a program is loaded from a path (str or Path), not {type(path).__name__}",
                         hint="for program text use rasp.parse(text)")
@@ -441,7 +449,7 @@ def load(path: str | Path, *, alphabet: Iterable[str] | None = None) -> Program:
         data = exc.object
         raise not_utf8(data, exc.start, f"cannot read program: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
                        f"{exc.start})", filename=str(p), hint="programs are UTF-8 text files (.cr or .rasp)") from None
-    return parse(text, filename=str(p), alphabet=alphabet)
+    return text, str(p)
 
 
 def run(program: Program, tokens: Tokens, *, max_new: int | None = None):

@@ -278,6 +278,42 @@ def test_alphabet_option(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["output"] is True
 
 
+def test_alphabet_option_supplies_an_alphabet_the_file_lacks(tmp_path, capsys):
+    """The empty-alphabet error says "or pass --alphabet", but --alphabet was applied after the file
+    had been loaded (and refused) with its own empty alphabet (helper 96's audit)."""
+    path = tmp_path / "noalpha.cr"
+    path.write_text("F[x] = exists Q[x]\nok = any(x, F[x])\n")
+    assert main(["run", str(path), "a"]) == 2
+    assert "empty alphabet" in capsys.readouterr().err
+    assert main(["run", str(path), "b", "--alphabet", "a,b", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["output"] is True
+    assert main(["check", str(path), "--alphabet", "a,b", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["alphabet_size"] == 2
+    assert main(["compile", str(path), "--alphabet", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["heads"] == 3  # one per symbol: --alphabet 3 is a b c
+    # the alphabet's own errors keep their flag's name; a listed special token is still refused
+    assert main(["run", str(path), "a", "--alphabet", "a,a"]) == 2
+    assert "--alphabet: the alphabet lists a symbol twice: a" in capsys.readouterr().err
+    assert main(["run", str(ROOT / "programs" / "ur.rasp"), "a", "--alphabet", "a,b,<sep>"]) == 2
+    assert "--alphabet lists <sep>, a special token" in capsys.readouterr().err
+    # a program error is still the program's, located, whatever --alphabet says
+    bad = tmp_path / "bad.cr"
+    bad.write_text("alphabet a b\nok = #\"c\" > 0\n")
+    assert main(["run", str(bad), "a", "--alphabet", "a,b"]) == 2
+    assert f"{bad}:2:" in capsys.readouterr().err
+
+
+def test_max_new_on_a_program_that_does_not_generate_is_noted(capsys):
+    """--max-new on an acceptor was ignored without a word; it is a note on stderr (not an error:
+    benchmarks/gpu.sh passes one flag set to every program)."""
+    dyck = str(ROOT / "programs" / "dyck1.cr")
+    assert main(["run", dyck, "( )", "--max-new", "5"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "( )\taccept\n" and "--max-new applies to generators" in out.err and "accept" in out.err
+    assert main(["run", dyck, "( )"]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_stdin_many_inputs_and_comments(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("// header\n( )\n\n) (\n  // indented comment\n( ( ) )\n"))
     assert main(["run", str(ROOT / "programs" / "dyck1.cr")]) == 0

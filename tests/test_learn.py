@@ -375,6 +375,35 @@ def test_cli_settings_no_task_can_meet_are_user_errors(tmp_path, capsys):
     assert not list(tmp_path.glob("*.json"))
 
 
+def test_cli_out_names_and_arguments_the_audit_found(tmp_path, capsys):
+    """A --out name too long for the file system was an internal error (exit 1) in learn and report;
+    report --no-train said "no such folder" of a file; --list ignored a task named beside it; a
+    program without an alphabet line said "pass --alphabet" instead of "no task uses it"; a symlink
+    loop was an "unknown task" (helper 96's audit)."""
+    long = str(tmp_path / ("x" * 300))
+    for argv in (["learn", "UR", "--out", long, "--steps", "1"], ["learn", "UR", "--out", long, "--json"],
+                 ["report", "UR", "--out", long, "--no-train"], ["report", "UR", "--out", long, "--steps", "1"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "--out" in err and "internal error" not in err, (argv, err)
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert main(["report", "UR", "--no-train", "--out", str(afile)]) == 2
+    assert "not a folder" in capsys.readouterr().err
+    assert main(["learn", "--list", "UR"]) == 2
+    assert "give it alone" in capsys.readouterr().err
+    assert main(["learn", "UR", "--all"]) == 2
+    assert "hint: " in capsys.readouterr().err
+    noalpha = tmp_path / "noalpha.cr"
+    noalpha.write_text("F[x] = exists Q[x]\nok = any(x, F[x])\n")
+    assert main(["learn", str(noalpha)]) == 2
+    assert "no registered task uses this program" in capsys.readouterr().err
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert main(["learn", str(loop)]) == 2
+    assert "not a program file" in capsys.readouterr().err
+
+
 def test_cli_report_refuses_a_damaged_result_with_no_train(tmp_path, capsys):
     import rasp.commands.report as R
 

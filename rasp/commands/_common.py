@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ..errors import RaspError, not_utf8
 from ..expand import parse_alphabet_option
-from ..program import Program, load, token_columns
+from ..program import Program, load, parse, read_source, token_columns
 
 
 def add_alphabet_option(p: argparse.ArgumentParser) -> None:
@@ -25,20 +25,23 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 
 
 def load_program(path: str, alphabet: str | None = None) -> Program:
-    """Load a program file, applying ``--alphabet`` when given."""
-    program = load(path)
-    if alphabet is not None:
-        symbols = parse_alphabet_option(alphabet)
-        special = [s for s in symbols if s in program.special]
-        if special:  # the API leaves them out of the data alphabet; on the command line it is a mistake
-            raise RaspError(f"--alphabet lists {', '.join(special)}, a special token of {path}",
-                            hint="list only data symbols; the program's special tokens are kept as declared")
-        try:
-            program = program.with_alphabet(symbols)  # checked as a declared alphabet
-        except RaspError as exc:
-            if exc.span is not None:  # the program does not fit the new alphabet: located in it
-                raise
-            raise RaspError(f"--alphabet: {exc.message}", hint=exc.hint) from None
+    """Load a program file, applying ``--alphabet`` when given: its families are expanded once, over
+    those symbols, so a file without an alphabet line runs with ``--alphabet`` (as the error for an
+    empty alphabet advises)."""
+    if alphabet is None:
+        return load(path)
+    symbols = parse_alphabet_option(alphabet)
+    text, filename = read_source(path)
+    try:
+        program = parse(text, filename=filename, alphabet=symbols)  # checked as a declared alphabet
+    except RaspError as exc:
+        if exc.span is not None:  # the program's own error, or it does not fit the new alphabet: located in it
+            raise
+        raise RaspError(f"--alphabet: {exc.message}", hint=exc.hint) from None
+    special = [s for s in symbols if s in program.special]
+    if special:  # the API leaves them out of the data alphabet; on the command line it is a mistake
+        raise RaspError(f"--alphabet lists {', '.join(special)}, a special token of {path}",
+                        hint="list only data symbols; the program's special tokens are kept as declared")
     return program
 
 
@@ -140,3 +143,11 @@ def sum_limit_text(positions: int) -> str:
     return (f"the program's coefficients and constants are large: a head's running sum stays exact in float64 "
             f"(the scan backend) for sequences of up to {tokens:,} token{'' if tokens == 1 else 's'}; beyond, a "
             "comparison at a tie can round (inputs whose partial sums first grow and then return to the tie)")
+
+
+def note_unused_max_new(max_new: int | None, kind: str) -> None:
+    """``--max-new`` on a program that does not generate: said on stderr, not an error (scripts pass
+    one flag set to every program; gpu.sh's find-limit runs do)."""
+    if max_new is not None and kind != "generate":
+        print(f"note: --max-new applies to generators (output generate); this program's output is {kind}: "
+              "it is not used", file=sys.stderr)

@@ -83,7 +83,7 @@ def resolve_task(name: str):
         return tasks.TASKS[name]
     p = Path(name)
     try:
-        exists, is_file = p.exists(), p.is_file()
+        exists, is_file = p.exists() or p.is_symlink(), p.is_file()  # (a symlink loop exists, as no file)
     except OSError:  # a name too long for the file system, a folder that cannot be searched
         exists = is_file = False
     if p.suffix in (".cr", ".rasp") or exists:
@@ -93,9 +93,13 @@ def resolve_task(name: str):
             raise RaspError(f"{name}: not a program file", hint="give a task name (rasp learn --list) or a program file")
         t = tasks.task_for_program(str(p))
         if t is None:
+            from ..errors import EmptyAlphabetError
             from ..program import load
 
-            load(str(p))  # a program with an error: that error, located (not "no task uses it")
+            try:
+                load(str(p))  # a program with an error: that error, located (not "no task uses it")
+            except EmptyAlphabetError:
+                pass  # not an error of the text (every task's program declares its alphabet)
             raise RaspError(f"{name}: no registered task uses this program",
                             hint="rasp learn trains on a task's sampler: give its name (rasp learn --list), or "
                             "its bundled program file, or a copy with exactly that text")
@@ -252,9 +256,9 @@ def out_dir(text: str, files: tuple[str, ...] = ()) -> Path:
 def check_out_dir(out: Path, files: tuple[str, ...] = ()) -> None:
     """The output folder must be creatable and writable before hours of training, not after, and so
     must the ``files`` it will hold (a folder of that name, or a read-only file, failed at the end)."""
-    if out.exists() and not out.is_dir():
-        raise RaspError(f"--out {out}: a file, not a folder", hint="name a folder (it is made if missing)")
     try:
+        if out.exists() and not out.is_dir():
+            raise RaspError(f"--out {out}: a file, not a folder", hint="name a folder (it is made if missing)")
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".rasp-write-test"
         probe.write_text("")
@@ -380,6 +384,10 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         from ..learn.report import published_label
 
+        if args.task or args.all:  # a task named beside --list would be silently ignored
+            raise RaspError("--list lists every task: give it alone, without a TASK or --all",
+                            hint="rasp learn --list, then rasp learn TASK")
+
         tasks = load_tasks()
         if args.json:
             print(json.dumps([{"name": name, "task": name, "kind": t.kind, "published_in_class": t.published_in_class}
@@ -391,7 +399,8 @@ def run(args: argparse.Namespace) -> int:
     if args.all:
         from .report import run_report
         if args.task:
-            raise RaspError("give either TASK or --all, not both")
+            raise RaspError("give either TASK or --all, not both",
+                            hint="rasp learn UR (one task), or rasp learn --all (every seed task)")
         return run_report(args, list(SEED_TASKS))
     if not args.task:
         raise RaspError("no task given", hint="rasp learn UR --preset smoke   (rasp learn --list shows the tasks)")

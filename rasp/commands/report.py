@@ -61,8 +61,14 @@ def run_report(args: argparse.Namespace, names: list[str]) -> int:
     # for --no-train, which only reads what is there (a failed report left an empty --out behind)
     if getattr(args, "no_train", False):
         out = Path(args.out)
-        if not out.is_dir():
-            raise RaspError(f"--out {out}: no such folder (--no-train reads the results there)",
+        try:
+            is_dir, exists = out.is_dir(), out.exists()
+        except OSError as exc:  # a name too long for the file system, a folder that cannot be searched
+            raise RaspError(f"--out {out}: cannot read there ({exc.strerror or exc})",
+                            hint="give the folder of earlier results") from None
+        if not is_dir:
+            raise RaspError(f"--out {out}: {'not a folder' if exists else 'no such folder'} (--no-train reads "
+                            "the results there)",
                             hint="run without --no-train first, or give the folder of earlier results")
     else:
         out = out_dir(args.out, REPORT_FILES)  # before any training (a folder in the way failed at the end)

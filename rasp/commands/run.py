@@ -9,7 +9,8 @@ from pathlib import Path
 from ..errors import RaspError
 from ..program import check_max_new, generation_limits
 from ..trace import trace_html, trace_text
-from ._common import add_alphabet_option, add_json_option, encode_located, load_program, read_inputs
+from ._common import (add_alphabet_option, add_json_option, encode_located, load_program, note_unused_max_new,
+                      read_inputs)
 
 
 def register(sub) -> None:
@@ -60,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
                         hint="rasp run PROGRAM a b c   or   echo 'a b c' | rasp run PROGRAM")
     if program.output_kind == "generate":
         check_max_new(args.max_new, len(inputs), "--max-new")
+    note_unused_max_new(args.max_new, program.output_kind)
     outputs = program.run_batch(inputs, max_new=args.max_new)
     if args.trace is not None:  # written first: a trace that cannot be written is an error before any output
         path = Path(args.trace)

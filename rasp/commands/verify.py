@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import OutsideClassError, RaspError, listing
 from ..expand import comma_items
 from ..program import check_max_new, default_max_new
-from ._common import add_alphabet_option, add_json_option, load_program, sum_limit_text
+from ._common import add_alphabet_option, add_json_option, load_program, note_unused_max_new, sum_limit_text
 
 
 def _ints(text: str) -> list[int]:
@@ -152,6 +152,7 @@ def _run(args: argparse.Namespace) -> int:
     program = model.program
     if model.kind == "generate":
         check_max_new(args.max_new, args.samples, "--max-new")
+    note_unused_max_new(args.max_new, model.kind)
     task = V.task_for(program, loaded=model.loaded_from is not None) if args.inputs == "task" else None
     sampler = f"task {task.name}" if task is not None else "uniform over all symbols (special tokens included)"
     rng = np.random.default_rng(args.seed)
