@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         # argparse takes unambiguous prefixes of a flag (--js); none of --json's begins another flag;
         # after `--` the words are tokens, not options
         opts = words[: words.index("--")] if "--" in words else words
-        if exc.code == 2 and _Parser.usage_error and any(len(w) > 3 and "--json".startswith(w) for w in opts):
+        if exc.code == 2 and _Parser.usage_error and any(len(w) > 3 and "--json".startswith(w.partition("=")[0])
+                                                   for w in opts):  # (--json=x: argparse's error, as JSON too)
             message, usage, prog = _Parser.usage_error
             print(json.dumps({"error": {"message": message, "file": None, "line": None, "column": None,
                                         "hint": usage, "text": f"{usage}\n{prog}: error: {message}"}}))

@@ -515,7 +515,8 @@ def test_cli_usage_errors_under_json_are_json(capsys):
     for argv, word in ((["run", dyck, "--json", "--bogus"], "--bogus"),
                        (["verify", "--json"], "target"),
                        (["tasks", "sample", "UR", "--json"], "--length"),
-                       (["tasks", "sample", "UR", "--length", "5", "--count", "x", "--json"], "--count")):
+                       (["tasks", "sample", "UR", "--length", "5", "--count", "x", "--json"], "--count"),
+                       (["run", dyck, "(", "--json=true"], "--json")):  # (was text only: helper 96)
         assert cli(argv) == 2
         out = capsys.readouterr()
         err = json.loads(out.out)["error"]
